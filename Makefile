@@ -1,0 +1,43 @@
+# The course's entry points. Every target creates .venv from requirements.txt
+# when it is missing or older than requirements.txt.
+#   make serve   build the site and serve it (the main job)
+#   make book    build the site only
+#   make test    run the test suite (what .ci/run calls)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+HOST   ?= 127.0.0.1
+# Exercises (nbgrader assignments) released into exercises/release/ for the site.
+ASSIGNMENTS := update_with_donate
+
+.PHONY: venv release book serve test clean
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	@echo "==> creating $(VENV) and installing requirements.txt (first run takes a few minutes)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet --progress-bar off -r requirements.txt
+	@touch $@
+
+release: venv
+	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
+	@cd exercises && for a in $(ASSIGNMENTS); do \
+	  ../$(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+
+book: release
+	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution)"
+	@JAX_PLATFORMS=cpu $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going --builder html
+	@echo "==> site built: _build/html/index.html"
+
+serve: book
+	@echo "==> serving the site on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
+	@$(BIN)/python -m http.server $(PORT) --bind $(HOST) --directory _build/html
+
+test: release
+	@echo "==> running the test suite"
+	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests
+
+clean:
+	rm -rf _build exercises/release exercises/gradebook.db
