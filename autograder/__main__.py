@@ -1,0 +1,103 @@
+"""Command line: ``python -m autograder PATH... --out DIR``.
+
+Prints one line per submission and exits 0 when every submission got a
+results.json, whatever the scores (2 on bad usage, 1 if a result could not be
+written). Rerunning the same command grades only submissions that are new or
+changed since their results.json was written.
+"""
+import argparse
+import os
+import queue
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+
+from autograder import pipeline, results, sandbox, submission
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
+    p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
+    p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
+    p.add_argument("--exercise", choices=submission.EXERCISES, help="default: from the path")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per submission (default 60)")
+    p.add_argument("--memory-mib", type=int, default=4096, help="address-space limit per submission")
+    p.add_argument("--force", action="store_true", help="regrade even unchanged submissions")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse(argv)
+    limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
+    subs = [submission.load(name, path, assignment, args.exercise)
+            for name, path, assignment in submission.find(args.paths)]
+    if not subs:
+        print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)
+        return 2
+    todo = []
+    for sub in subs:
+        digest = pipeline.digest(sub, limits)
+        done = results.read_results(args.out, sub.name)
+        if not args.force and done and done.get("extra_data", {}).get("digest") == digest:
+            print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
+            continue
+        todo.append((sub, digest))
+    failures = _grade_all(todo, limits, args)
+    results.write_summary(args.out)
+    return 1 if failures else 0
+
+
+def _grade_all(todo, limits, args):
+    slots = queue.Queue()
+    for slot in range(max(1, args.jobs)):
+        slots.put(slot)
+
+    def execute(sub, digest):
+        slot = slots.get()
+        try:
+            return pipeline.execute(sub, limits, slot, digest)
+        finally:
+            slots.put(slot)
+
+    failures, start = 0, time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {pool.submit(execute, sub, digest): (sub, digest) for sub, digest in todo}
+        for count, future in enumerate(as_completed(futures), start=1):
+            sub, digest = futures[future]
+            failures += _finish(sub, digest, future, args.out, time.monotonic() - start)
+            _progress(count, len(todo), start)
+    return failures
+
+
+def _finish(sub, digest, future, out_dir, elapsed):
+    t0 = time.monotonic()
+    try:
+        outcome = future.result()
+    except Exception as exc:  # a grader fault must still give this learner a result
+        outcome = sandbox.Outcome("error", f"the grader failed to run this submission ({exc})")
+    tests, output, status = pipeline.judge(sub, outcome, digest)
+    seconds = (outcome.seconds if outcome else 0.0) + time.monotonic() - t0
+    data = results.results_json(tests, output, status, digest, seconds)
+    try:
+        results.write_results(out_dir, sub.name, data)
+    except OSError as exc:
+        print(f"{sub.name}: could not write results ({exc})", file=sys.stderr)
+        return 1
+    print(f"{sub.name}: {data['score']:g}/{data['max_score']:g} {status} ({seconds:.1f} s)"
+          + ("" if status == "graded" else f" - {output.splitlines()[0]}"), flush=True)
+    return 0
+
+
+def _progress(count, total, start):
+    if not sys.stderr.isatty() or total < 2:
+        return
+    elapsed = time.monotonic() - start
+    rate = count / elapsed if elapsed else 0.0
+    left = (total - count) / rate if rate else 0.0
+    print(f"\r[{count}/{total}] {rate:.1f}/s, {left:.0f} s left ", end="", file=sys.stderr,
+          flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Hidden tests for ``update_with_donate(state, delta)`` (10 points).
+
+Each test reads the probe observations (``obs``, see
+:mod:`autograder.probes.update_with_donate`) and recomputes what the answer
+should have been from the same seed. Facts checked come from the task
+statement: the sum ``state + delta``, float32 in and out, one jitted helper
+built at module scope with ``donate_argnums=(0,)``.
+"""
+import numpy as np
+
+from autograder.feedback import fail, graded
+from autograder.probes.common import decode_array
+from autograder.probes.update_with_donate import (
+    COMPILE_LENGTHS, REBIND_STEPS, VALUE_LENGTHS, make_inputs)
+
+CALL = "update_with_donate(state, delta)"
+DELETED_HINT = ("a donated array is deleted once the call returns; read the "
+                "helper's result instead of `state` after the call")
+
+
+def _raised(record, what):
+    if record["error"] is not None:
+        hint = DELETED_HINT if "deleted" in record["error"].lower() else None
+        fail(what, "a result", f"it raised {record['error']}", hint)
+
+
+def _result(record):
+    result = decode_array(record.get("result"))
+    if result is None:
+        fail("the value returned by " + CALL, "an array",
+             f"a {record.get('type')} that could not be read as an array")
+    return result
+
+
+@graded(2, "values: the result equals state + delta")
+def test_values(obs, seed):
+    for n in VALUE_LENGTHS:
+        record = obs["values"][str(n)]
+        what = f"{CALL} on random float32 arrays of length {n}"
+        _raised(record, what)
+        state, delta = make_inputs(seed, n)
+        expected = state + delta
+        got = _result(record)
+        if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
+            wrong = int(np.sum(~np.isclose(got, expected))) if got.shape == expected.shape else n
+            fail(what, "state + delta, element by element",
+                 f"shape {got.shape} with {wrong} of {n} elements different "
+                 f"(first returned values {np.round(got.ravel()[:3], 4).tolist()})",
+                 "return the sum, not the difference or one of the inputs")
+
+
+@graded(1, "result type: a float32 JAX array of the input's shape")
+def test_result_type(obs):
+    record = obs["values"]["32"]
+    _raised(record, f"{CALL} on length-32 arrays")
+    got = (record["is_jax_array"], record["shape"], record["dtype"])
+    if got != (True, [32], "float32"):
+        fail("the type, shape and dtype of the result for length-32 inputs",
+             "a jax.Array of shape (32,) and dtype float32",
+             f"{record['type']} of shape {tuple(record['shape'] or ())} and dtype {record['dtype']}",
+             "return the helper's output directly; do not convert it with NumPy or change its dtype")
+
+
+@graded(1, "empty input returns an empty float32 array")
+def test_empty(obs):
+    record = obs["empty"]
+    _raised(record, f"{CALL} on two empty float32 arrays")
+    if (record["shape"], record["dtype"]) != ([0], "float32"):
+        fail(f"{CALL} on two empty float32 arrays", "an empty float32 array of shape (0,)",
+             f"shape {tuple(record['shape'] or ())} and dtype {record['dtype']}")
+
+
+@graded(1, "repeated updates with rebinding accumulate")
+def test_rebinding(obs, seed):
+    record = obs["rebind"]
+    what = f"`state = {CALL}` repeated {REBIND_STEPS} times"
+    _raised(record, what)
+    state, delta = make_inputs(seed, 16)
+    for _ in range(REBIND_STEPS):
+        state = state + delta
+    got = _result(record)
+    if got.shape != state.shape or not np.allclose(got, state, rtol=1e-5, atol=1e-5):
+        fail(what, f"the starting state plus {REBIND_STEPS} times delta",
+             "a different final state",
+             "each call must use the state it is given, which is the previous result")
+
+
+@graded(2, "compiled once: repeated calls reuse the compiled helper")
+def test_compiled_once(obs):
+    rows = obs["compiles"]
+    for row in rows:
+        _raised(row, f"{CALL} on length-{row['n']} arrays")
+    seen, extra = set(), []
+    for i, row in enumerate(rows):
+        if row["n"] in seen and (row["traces"] or row["compiles"]):
+            extra.append(f"call {i + 1} (length {row['n']}) traced {row['traces']} "
+                         f"and compiled {row['compiles']} time(s)")
+        seen.add(row["n"])
+    if extra:
+        fail(f"calls with lengths {', '.join(map(str, COMPILE_LENGTHS))} in that order",
+             "a compile only the first time each length is seen (twice in all)",
+             "; ".join(extra),
+             "build the jitted helper once at module scope, outside update_with_donate; "
+             "a jax.jit(...) made inside the function is a new function on every call")
+    if not rows[0]["compiles"]:
+        fail("the first call with a fresh compilation cache", "one compilation",
+             "no compilation at all", "call a function made with jax.jit")
+
+
+def _donating_helpers(obs):
+    return [h for h in obs["helpers"] if h["donated"][:2] == [True, False]]
+
+
+@graded(1, "state is donated")
+def test_state_donated(obs):
+    record = obs["values"]["64"]
+    _raised(record, f"{CALL} on length-64 arrays")
+    if not record["state_deleted"]:
+        flags = "; ".join(f"{h['name']} donates {h['donated']}" for h in obs["helpers"])
+        fail("whether `state` was donated (on this CPU backend a donated array reads "
+             "is_deleted() == True after the call)", "state deleted after the call",
+             "state still alive" + (f" (jitted helpers found: {flags})" if flags else
+                                    " (no jitted helper found in the notebook)"),
+             "pass donate_argnums=(0,) to jax.jit when you build the helper")
+
+
+@graded(1, "delta is kept, not donated")
+def test_delta_kept(obs):
+    record = obs["values"]["64"]
+    _raised(record, f"{CALL} on length-64 arrays")
+    donating_delta = [h["name"] for h in obs["helpers"] if h["donated"][1:2] == [True]]
+    if record["delta_deleted"] or (donating_delta and not _donating_helpers(obs)):
+        fail("whether `delta` is still readable after the call", "delta kept intact",
+             "delta was donated" + (f" by {', '.join(donating_delta)}" if donating_delta else ""),
+             "donate only argument 0 (state); the caller still owns delta")
+
+
+@graded(1, "the donated state is not read after the call")
+def test_no_read_after_donation(obs):
+    for n in VALUE_LENGTHS:
+        error = obs["values"][str(n)]["error"] or ""
+        if "deleted" in error.lower():
+            fail(f"{CALL} on length-{n} arrays", "no use of `state` once it was donated",
+                 f"it raised {error}", DELETED_HINT)

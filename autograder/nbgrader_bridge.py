@@ -1,0 +1,63 @@
+"""Run a hidden test inside ``nbgrader autograde``'s kernel.
+
+The source notebook's graded cells call :func:`check` in their hidden part.
+It runs the same probes and the same hidden test as ``python -m autograder``,
+so both graders agree on every test. nbgrader scores a cell 0 if it writes
+to stderr, so probes run with Python warnings and file descriptor 2 silenced;
+a failure is re-raised as a short ``AssertionError`` carrying only the
+plain-words message (no hidden test source in the traceback).
+"""
+import contextlib
+import importlib
+import inspect
+import os
+
+SEED = 20261129  # any seed works: correct answers pass for every input
+_observed = {}
+
+
+@contextlib.contextmanager
+def _silent_stderr():
+    import sys
+    import warnings
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        os.dup2(null.fileno(), 2)
+        try:
+            with contextlib.redirect_stderr(null):
+                yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def observations(exercise, ns):
+    """Probe observations for ``exercise``, computed once per kernel."""
+    if exercise not in _observed:
+        probe = importlib.import_module(f"autograder.probes.{exercise}")
+        with _silent_stderr():
+            _observed[exercise] = probe.observe(ns, SEED)
+    return _observed[exercise]
+
+
+def check(exercise, test_name, ns):
+    """Run hidden test ``test_name``; raise ``AssertionError`` with feedback if it fails."""
+    from autograder.feedback import GradeFailure
+
+    obs = observations(exercise, ns)
+    if "missing" in obs:
+        raise AssertionError(f"`{obs['missing']}` is not defined") from None
+    test = getattr(importlib.import_module(f"autograder.hidden.test_{exercise}"), test_name)
+    kwargs = {"obs": obs, "seed": SEED}
+    params = inspect.signature(test).parameters
+    message = None
+    try:
+        test(**{k: v for k, v in kwargs.items() if k in params})
+    except GradeFailure as exc:
+        message = str(exc)
+    if message is not None:
+        raise AssertionError(message) from None
+    print(f"Passed: {test.title}.")

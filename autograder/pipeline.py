@@ -1,0 +1,78 @@
+"""The grading pipeline, in order, for one submission:
+
+1. :mod:`~autograder.submission` reads the hand-in (no learner code runs);
+2. :mod:`~autograder.sandbox` runs its code and the probes in a limited process;
+3. :mod:`~autograder.grade` judges the observations with the hidden tests;
+4. :mod:`~autograder.results` writes Gradescope results atomically.
+
+Steps 1-2 run in worker threads (the learner's process does the work); step 3
+runs in the calling thread because pytest is not thread-safe.
+"""
+import functools
+import hashlib
+from pathlib import Path
+
+from autograder import grade, sandbox
+
+
+@functools.lru_cache(maxsize=1)
+def grader_digest():
+    """Hash of the grader's own code: a changed test or probe regrades everything."""
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def digest(sub, limits):
+    """Identity of what is graded: file bytes, exercise, grader code, limits (hex)."""
+    h = hashlib.sha256()
+    try:
+        h.update(sub.path.read_bytes())
+    except OSError:
+        h.update(b"<unreadable>")
+    h.update(f"{sub.exercise}|{grader_digest()}|{limits}".encode())
+    return h.hexdigest()
+
+
+def seed_for(hex_digest):
+    """Input seed for a submission: fixed by its digest, unknown before grading."""
+    return int(hex_digest[:8], 16)
+
+
+def execute(sub, limits, slot, hex_digest):
+    """Step 2: return the sandbox :class:`~autograder.sandbox.Outcome` or None."""
+    if sub.unreadable or not sub.attempted:
+        return None
+    request = {"exercise": sub.exercise, "seed": seed_for(hex_digest),
+               "cells": [{"label": c.label, "source": c.source} for c in sub.cells]}
+    return sandbox.run(request, limits, slot)
+
+
+def judge(sub, outcome, hex_digest):
+    """Step 3: ``(tests, output, status)`` for a submission and its outcome."""
+    if sub.unreadable:
+        return _failed(sub, sub.unreadable, "unreadable")
+    if not sub.attempted:
+        return _failed(sub, "not attempted: the answer cell is still the released stub",
+                       "not attempted")
+    if outcome.status != "ok":
+        return _failed(sub, outcome.message, outcome.status)
+    reply = outcome.reply
+    obs = reply["obs"] if isinstance(reply.get("obs"), dict) else {}
+    notes = [str(e) for e in reply.get("cell_errors", [])][:10]
+    if "missing" in obs or "probe_error" in obs:
+        reason = (f"`{obs['missing']}` is not defined" if "missing" in obs
+                  else f"the tests could not run: {obs['probe_error']}")
+        return _failed(sub, "; ".join([reason] + notes), "incomplete")
+    try:
+        tests = grade.judge(sub.exercise, obs, seed_for(hex_digest))
+    except Exception as exc:  # malformed observations: a result, not a crash
+        return _failed(sub, f"the observations could not be judged ({type(exc).__name__})",
+                       "error")
+    output = "Graded." if not notes else "Graded. Problems while running your code: " + "; ".join(notes)
+    return tests, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
+
+
+def _failed(sub, message, status):
+    return grade.all_failed(sub.exercise, message), message, status

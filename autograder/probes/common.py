@@ -1,0 +1,90 @@
+"""Helpers shared by probes: serialisable arrays, error text, JAX event counts."""
+import base64
+import contextlib
+import io
+
+import numpy as np
+
+# JAX reports each trace and each XLA compile as a duration event through
+# jax.monitoring (event names as in jax/_src/interpreters/pxla.py and dispatch.py).
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+def encode_array(value):
+    """Return ``value`` as a JSON-safe dict (``.npy`` bytes, base64) or None."""
+    try:
+        arr = np.asarray(value)
+    except Exception:  # a deleted or non-array result: describe it instead
+        return None
+    if arr.dtype == object:
+        return None
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=False)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def decode_array(text):
+    """Inverse of :func:`encode_array` (runs in the grader; no pickles)."""
+    if text is None:
+        return None
+    return np.load(io.BytesIO(base64.b64decode(text)), allow_pickle=False)
+
+
+def error_text(exc):
+    """One line naming the exception, e.g. ``RuntimeError: Array has been deleted``."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {first}"[:500]
+
+
+def describe(value):
+    """Type, shape and dtype of a returned value, as strings (never raises)."""
+    import jax
+
+    out = {"type": type(value).__name__, "is_jax_array": isinstance(value, jax.Array)}
+    out["shape"] = list(getattr(value, "shape", ())) if hasattr(value, "shape") else None
+    out["dtype"] = str(getattr(value, "dtype", "")) or None
+    return out
+
+
+class EventCounter:
+    """Counts JAX trace and compile events while active (``with counter:``).
+
+    Listeners are registered once; counting is switched on and off so that
+    learner code cannot hide events by replacing ``jax.jit``: the events come
+    from JAX's own tracing and compilation machinery.
+    """
+
+    def __init__(self):
+        import jax.monitoring
+
+        self.active = False
+        self.traces = 0
+        self.compiles = 0
+        jax.monitoring.register_event_duration_secs_listener(self._on_event)
+
+    def _on_event(self, name, _secs, **_kw):
+        if not self.active:
+            return
+        if name == TRACE_EVENT:
+            self.traces += 1
+        elif name == COMPILE_EVENT:
+            self.compiles += 1
+
+    def __enter__(self):
+        self.traces = self.compiles = 0
+        self.active = True
+        return self
+
+    def __exit__(self, *exc):
+        self.active = False
+
+
+@contextlib.contextmanager
+def quiet():
+    """Silence Python warnings (e.g. unusable donation) raised inside a probe."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield

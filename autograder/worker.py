@@ -1,0 +1,74 @@
+"""The learner's process: run their code, then the exercise's probes.
+
+Started by :mod:`autograder.sandbox` with limits already applied. Reads one
+JSON request on stdin (``exercise``, ``seed``, ``cells``) and writes one JSON
+reply to the file descriptor named on the command line. Nothing here decides a
+score; the reply is data for the hidden tests in the grader's process.
+"""
+import importlib
+import json
+import os
+import re
+import sys
+
+MAGIC = re.compile(r"^\s*[%!]", re.MULTILINE)
+
+
+class _NoIPython:
+    """Stands in for ``get_ipython()`` so notebook magics are skipped, not fatal."""
+
+    def __getattr__(self, _name):
+        return lambda *a, **k: None
+
+
+def _transform(source):
+    if not MAGIC.search(source):
+        return source
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(source)
+
+
+def run_cells(cells, ns):
+    """Exec each cell in ``ns``; return plain-words messages for cells that failed."""
+    from autograder.probes.common import error_text
+
+    errors = []
+    for cell in cells:
+        label = cell["label"]
+        try:
+            code = compile(_transform(cell["source"]), label, "exec")
+        except SyntaxError as exc:
+            errors.append(f"{label} has a syntax error at line {exc.lineno}: {exc.msg}")
+            continue
+        except Exception as exc:  # e.g. ValueError for NUL bytes in the source
+            errors.append(f"{label} could not be compiled: {error_text(exc)}")
+            continue
+        try:
+            exec(code, ns)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+            errors.append(f"{label} raised {error_text(exc)}")
+    return errors
+
+
+def main():
+    reply = os.fdopen(int(sys.argv[1]), "w")
+    request = json.loads(sys.stdin.read())
+    import jax  # noqa: F401  (import before learner code: faster, and not patchable first)
+
+    probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
+    ns = {"__name__": "__main__", "get_ipython": _NoIPython}
+    errors = run_cells(request["cells"], ns)
+    try:
+        obs = probe.observe(ns, request["seed"])
+    except BaseException as exc:
+        from autograder.probes.common import error_text
+
+        obs = {"probe_error": error_text(exc)}
+    json.dump({"cell_errors": errors, "obs": obs}, reply)
+    reply.flush()
+    os._exit(0)  # skip interpreter teardown: learner atexit hooks must not run
+
+
+if __name__ == "__main__":
+    main()
