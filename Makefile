@@ -24,7 +24,7 @@ $(VENV)/.installed: requirements.txt
 release: venv
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
 	@cd exercises && for a in $(ASSIGNMENTS); do \
-	  ../$(BIN)/nbgrader generate_assignment "$$a" --force --log-level=WARN || exit 1; done
+	  PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment "$$a" --force --log-level=ERROR || exit 1; done
 
 book: release
 	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution)"

@@ -2,10 +2,11 @@
 
 The source notebook's graded cells call :func:`check` in their hidden part.
 It runs the same probes and the same hidden test as ``python -m autograder``,
-so both graders agree on every test. nbgrader scores a cell 0 if it writes
-to stderr, so probes run with Python warnings and file descriptor 2 silenced;
-a failure is re-raised as a short ``AssertionError`` carrying only the
-plain-words message (no hidden test source in the traceback).
+so both graders agree on every test. nbgrader scores a cell 0 when it writes
+to stderr (``nbgrader.utils.determine_grade``), so probes run with Python
+warnings and file descriptor 2 silenced, and a failure is reported by writing
+its plain-words message to stderr: the cell scores 0 and the feedback shows
+the message alone, with no traceback through hidden test source.
 """
 import contextlib
 import importlib
@@ -44,12 +45,12 @@ def observations(exercise, ns):
 
 
 def check(exercise, test_name, ns):
-    """Run hidden test ``test_name``; raise ``AssertionError`` with feedback if it fails."""
+    """Run hidden test ``test_name``; on failure write its feedback to stderr (scores 0)."""
     from autograder.feedback import GradeFailure
 
     obs = observations(exercise, ns)
     if "missing" in obs:
-        raise AssertionError(f"`{obs['missing']}` is not defined") from None
+        return _failed(f"`{obs['missing']}` is not defined")
     test = getattr(importlib.import_module(f"autograder.hidden.test_{exercise}"), test_name)
     kwargs = {"obs": obs, "seed": SEED}
     params = inspect.signature(test).parameters
@@ -59,5 +60,12 @@ def check(exercise, test_name, ns):
     except GradeFailure as exc:
         message = str(exc)
     if message is not None:
-        raise AssertionError(message) from None
+        return _failed(message)
     print(f"Passed: {test.title}.")
+
+
+def _failed(message):
+    import sys
+
+    sys.stdout.flush()
+    print(message, file=sys.stderr, flush=True)

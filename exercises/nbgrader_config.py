@@ -11,7 +11,6 @@ c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this f
 HERE = Path(__file__).resolve().parent
 c.CourseDirectory.root = str(HERE)
 c.CourseDirectory.course_id = "jax-donation"
-c.CourseDirectory.db_assignments = [dict(name="update_with_donate")]
 
 # The hidden cells call autograder.nbgrader_bridge: the kernels nbgrader starts
 # inherit this environment, so the repo root goes on their import path.
@@ -20,5 +19,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.Execute.timeout = 120
+# Feedback shows each graded cell's output, never its hidden part.
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
 # Learners keep the notebook they were given; an edited read-only cell is
 # restored from the instructor's copy by nbgrader's OverwriteCells.

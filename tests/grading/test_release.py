@@ -1,0 +1,33 @@
+"""The released notebook: stubbed answer, no hidden tests, cells match the grader."""
+import json
+
+from autograder.grade import hidden_tests
+from tests.conftest import REPO
+from tests.grading.helpers import ASSIGNMENT, released_notebook
+
+SOURCE = REPO / "exercises" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+
+
+def _cells(nb):
+    return [c for c in nb["cells"] if "nbgrader" in c["metadata"]]
+
+
+def test_release_has_stub_and_no_hidden_tests(released_course):
+    text = json.dumps(released_notebook(released_course))
+    assert "raise NotImplementedError()" in text
+    for secret in ("BEGIN SOLUTION", "_add_donating", "BEGIN HIDDEN", "nbgrader_bridge", "check("):
+        assert secret not in text
+
+
+def test_one_answer_cell_and_a_self_check(released_course):
+    cells = _cells(released_notebook(released_course))
+    answers = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
+    assert [c["metadata"]["nbgrader"]["grade_id"] for c in answers] == [ASSIGNMENT]
+    assert any(c["metadata"]["nbgrader"]["grade_id"] == "self_check" for c in cells)
+
+
+def test_graded_cells_match_hidden_tests():
+    nb = json.loads(SOURCE.read_text())
+    graded = [(c["metadata"]["nbgrader"]["grade_id"], c["metadata"]["nbgrader"]["points"])
+              for c in _cells(nb) if c["metadata"]["nbgrader"]["grade"]]
+    assert graded == [(name, points) for name, _, points in hidden_tests(ASSIGNMENT)]

@@ -1,0 +1,126 @@
+"""Every sample submission gets its expected grade, from both graders.
+
+The samples (``samples/*.py``) are answer cells; each is put into the
+released notebook and handed in as an nbgrader ``submitted/`` tree. The
+tree is graded once by ``python -m autograder`` and once by
+``nbgrader autograde``; both must give each sample its expected total.
+"""
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.grade import hidden_tests
+from tests.conftest import REPO, nbgrader, nbgrader_env
+from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
+
+ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
+TITLES = {title: name for name, title, _ in hidden_tests(ASSIGNMENT)}
+
+
+def run_autograder(*args):
+    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=REPO,
+                          env=nbgrader_env(), capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def graded(released_course, tmp_path_factory):
+    """``(out_dir, completed process)`` after grading the whole sample class."""
+    submitted_tree(released_course, released_course / "submitted")
+    out = tmp_path_factory.mktemp("grades")
+    proc = run_autograder(released_course / "submitted", "--out", out, "--timeout", "60")
+    return out, proc
+
+
+def results(out, name):
+    return json.loads((out / name / "results.json").read_text())
+
+
+def test_command_reports_every_submission_and_exits_0(graded):
+    out, proc = graded
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert sorted(line.split(":")[0] for line in lines) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_sample_gets_expected_grade(graded, name):
+    out, _ = graded
+    expected, got = EXPECTED[name], results(out, name)
+    assert got["score"] == expected["score"], got
+    assert got["max_score"] == 10
+    failed = {TITLES[t["name"]] for t in got["tests"] if t["status"] == "failed"}
+    want = set(ALL_TESTS) if expected["failed"] == "all" else set(expected["failed"])
+    assert failed == want
+    if "output" in expected:
+        assert expected["output"] in got["output"]
+
+
+def test_results_follow_gradescope_format(graded):
+    out, _ = graded
+    for name in EXPECTED:
+        data = results(out, name)
+        assert {"score", "max_score", "output", "tests"} <= set(data)
+        assert data["score"] == sum(t["score"] for t in data["tests"])
+        for test in data["tests"]:
+            assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
+            assert test["status"] in ("passed", "failed")
+            assert test["output"].strip()
+
+
+def test_feedback_says_what_was_checked_and_hides_test_source(graded):
+    out, _ = graded
+    hidden_source = (REPO / "autograder" / "hidden" / f"test_{ASSIGNMENT}.py").read_text()
+    secret_lines = [line.strip() for line in hidden_source.splitlines()
+                    if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
+    for name in EXPECTED:
+        for test in results(out, name)["tests"]:
+            if test["status"] == "failed" and EXPECTED[name]["failed"] != "all":
+                assert test["output"].startswith("Checked: ")
+                assert "\nExpected: " in test["output"] and "\nGot: " in test["output"]
+            for line in secret_lines:
+                assert line not in test["output"]
+            assert "Traceback" not in test["output"]
+
+
+def test_summary_matches_results_on_disk(graded):
+    out, _ = graded
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert {r["submission"]: float(r["score"]) for r in rows} == {
+        name: results(out, name)["score"] for name in EXPECTED}
+
+
+def test_rerun_grades_nothing_unchanged(graded, released_course):
+    out, _ = graded
+    before = {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
+    proc = run_autograder(released_course / "submitted", "--out", out)
+    assert proc.returncode == 0
+    assert proc.stdout.count("unchanged, kept") == len(EXPECTED)
+    assert before == {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
+
+
+def test_plain_python_files_are_graded(tmp_path):
+    out = tmp_path / "out"
+    proc = run_autograder(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    assert results(out, "reference")["score"] == 10
+    assert results(out, "no_donation")["score"] == 9
+
+
+def test_nbgrader_autograde_agrees_on_every_total(graded, released_course):
+    nbgrader(released_course, "autograde", ASSIGNMENT, "--create")
+    with Gradebook(f"sqlite:///{released_course / 'gradebook.db'}") as gb:
+        totals = {name: gb.find_submission(ASSIGNMENT, name).score for name in EXPECTED}
+    assert totals == {name: float(e["score"]) for name, e in EXPECTED.items()}
+
+
+def test_nbgrader_feedback_is_written(released_course):
+    # Runs after the autograde test above (pytest keeps file order).
+    nbgrader(released_course, "generate_feedback", ASSIGNMENT)
+    html = released_course / "feedback" / "wrong_dtype" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+    text = html.read_text()
+    assert "Expected: a jax.Array of shape (32,) and dtype float32" in text
+    assert "check(" not in text  # the hidden part is not in the learner's feedback
