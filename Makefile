@@ -32,8 +32,8 @@ book: release
 	@echo "==> site built: _build/html/index.html"
 
 serve: book
-	@echo "==> serving the site on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
-	@$(BIN)/python -m http.server $(PORT) --bind $(HOST) --directory _build/html
+	@echo "==> starting the course servers (Ctrl-C stops them all)"
+	@PORT=$(PORT) HOST=$(HOST) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python scripts/serve.py
 
 test: release
 	@echo "==> running the test suite"

@@ -1,0 +1,25 @@
+"""Grade one submission from Python (used by the grading service).
+
+The command line (:mod:`autograder.__main__`) grades whole classes; this is
+the same pipeline for a single file, returning Gradescope results as a dict.
+"""
+from autograder import pipeline, results, sandbox, submission
+
+
+def grade_file(path, name, exercise=None, limits=None, slot=0):
+    """Grade the notebook or ``.py`` at ``path``; return its results.json dict.
+
+    ``exercise`` defaults to the one named by the path; ``limits`` is a
+    :class:`autograder.sandbox.Limits`; ``slot`` picks the sandbox uid, so two
+    concurrent calls must use different slots. Never raises on bad submissions.
+    Judging runs pytest, which is not thread-safe: serialise calls to this
+    function, or run :func:`autograder.pipeline.execute` in threads and
+    :func:`autograder.pipeline.judge` under one lock.
+    """
+    limits = limits or sandbox.Limits()
+    sub = submission.load(name, path, None, exercise)
+    digest = pipeline.digest(sub, limits)
+    outcome = pipeline.execute(sub, limits, slot, digest)
+    tests, output, status = pipeline.judge(sub, outcome, digest)
+    seconds = outcome.seconds if outcome else 0.0
+    return results.results_json(tests, output, status, digest, seconds)

@@ -1,0 +1,56 @@
+"""Start the course's local servers, print their URLs, stop them all on Ctrl-C.
+
+Used by ``make serve``. Each service is one child process; if one exits, the
+others are stopped too, so a half-running course never lingers.
+Ports come from the environment: PORT (site, default 8000).
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HOST = os.environ.get("HOST", "127.0.0.1")
+
+
+def services():
+    """``[(label, url, argv)]`` for every server ``make serve`` runs."""
+    site_port = os.environ.get("PORT", "8000")
+    return [
+        ("course site", f"http://{HOST}:{site_port}/",
+         [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
+          "--directory", str(REPO / "_build" / "html")]),
+    ]
+
+
+def main():
+    procs = []
+    for label, url, argv in services():
+        procs.append((label, subprocess.Popen(argv, cwd=REPO, start_new_session=True,
+                                              stdout=subprocess.DEVNULL)))
+        print(f"==> {label}: {url}", flush=True)
+    print("==> press Ctrl-C to stop", flush=True)
+    try:
+        while all(p.poll() is None for _, p in procs):
+            time.sleep(0.5)
+        for label, p in procs:
+            if p.poll() is not None:
+                print(f"==> {label} exited with status {p.returncode}; stopping the rest")
+    except KeyboardInterrupt:
+        print("\n==> stopping")
+    finally:
+        for _, p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for _, p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
