@@ -1,0 +1,283 @@
+"""Fresh, independent recomputation of every value the lessons glue into prose.
+
+Each function rebuilds one lesson's scenario from scratch on the pinned JAX and
+returns {glue key: text}, where text is what `{glue:text}` renders for the value
+(`str(value)`). The tests compare these with the numbers on the built pages, so
+a page can never show a value this JAX does not produce.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import re
+import warnings
+from functools import lru_cache
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import optax  # noqa: E402
+
+
+def entry(compiled, key: str) -> str:
+    """`key={...}` from the first line of a compiled module's text ('' if absent)."""
+    head = compiled.as_text().splitlines()[0]
+    m = re.search(re.escape(key) + r"=(\{(?:[^{}]|\{(?:[^{}]|\{[^{}]*\})*\})*\})", head)
+    return f"{key}={m.group(1)}" if m else ""
+
+
+def aliased_params(compiled) -> set[int]:
+    text = entry(compiled, "input_output_alias")
+    return {int(p) for p in re.findall(r"\}: \((\d+), \{", text)}
+
+
+def alias_bytes(compiled) -> int:
+    return compiled.memory_analysis().alias_size_in_bytes
+
+
+def unusable_warnings(fn, *args, donate=0):
+    """Compile a fresh wrapper of fn and return the 'not usable' warning texts."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jax.jit(lambda *a: fn(*a), donate_argnums=donate).lower(*args).compile()
+    return [str(w.message) for w in caught if "not usable" in str(w.message)]
+
+
+# --------------------------------------------------------------------------- lesson 1
+@lru_cache(None)
+def donate_argnums_values() -> dict[str, str]:
+    v = {"jax_version": jax.__version__}
+    upd = jax.jit(lambda p, g: p - 0.1 * g, donate_argnums=(0,))
+    g = jnp.full(4, 0.5, jnp.float32)
+    p = jnp.ones(4, jnp.float32)
+    alias_of_p = p
+    p = upd(p, g)
+    v["old_deleted"] = alias_of_p.is_deleted()
+    v["grads_deleted"] = g.is_deleted()
+    c = upd.lower(p, g).compile()
+    v["alias_map"] = entry(c, "input_output_alias")
+    v["update_alias_bytes"] = alias_bytes(c)
+    v["update_params_nbytes"] = p.nbytes
+
+    sq = jax.jit(lambda x: (x * x).sum(), donate_argnums=(0,))
+    x = jnp.arange(8, dtype=jnp.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sq(x)
+    v["unusable_vec_deleted"] = x.is_deleted()
+
+    try:
+        alias_of_p + 1
+    except RuntimeError as err:
+        v["deleted_message"] = str(err)
+
+    p = jnp.ones(4, jnp.float32)
+    kept = jnp.array(p, copy=True)
+    p = upd(p, g)
+    v["copy_deleted"] = kept.is_deleted()
+
+    p = jnp.ones(4, jnp.float32)
+    try:
+        upd(p, p)
+    except Exception as err:  # noqa: BLE001
+        v["same_buffer_reason"] = str(err).split("INVALID_ARGUMENT: ")[1].split(" (")[0]
+    v["same_buffer_intact"] = not p.is_deleted()
+
+    two = jax.jit(lambda p, g: (jnp.linalg.norm(g), p - 0.1 * g), donate_argnums=(0,))
+    v["multi_alias_map"] = entry(two.lower(p, g).compile(), "input_output_alias")
+
+    add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+    lengths = [32, 64, 32, 32, 64, 64, 32]
+    grew = []
+    for n in lengths:
+        s, d = jnp.zeros(n, jnp.float32), jnp.ones(n, jnp.float32)
+        before = add._cache_size()
+        add(s, d)
+        grew.append(add._cache_size() > before)
+    v["reuse_calls"] = len(lengths)
+    v["reuse_compiled"] = sum(grew)
+    v["reuse_reused"] = len(lengths) - sum(grew)
+    v["reuse_backend_compiles"] = sum(grew)
+    v["reuse_cache_size"] = add._cache_size()
+    return {k: str(x) for k, x in v.items()}
+
+
+# --------------------------------------------------------------------------- lesson 2
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class _Tree:
+    w: jax.Array
+    b: jax.Array
+    step: jax.Array
+
+
+def _tree():
+    return _Tree(jnp.ones((4, 4), jnp.float32), jnp.zeros(4, jnp.float32), jnp.zeros((), jnp.int32))
+
+
+def _compile(fn, tree, g):
+    return jax.jit(fn, donate_argnums=0).lower(tree, g).compile()
+
+
+@lru_cache(None)
+def state_tree_values() -> dict[str, str]:
+    g = jnp.ones((4, 4), jnp.float32)
+    tree = _tree()
+    nbytes = sum(leaf.nbytes for leaf in jax.tree.leaves(tree))
+    v = {}
+    same = _compile(lambda s, g: _Tree(s.w - 0.1 * g, s.b + 1.0, s.step + 1), tree, g)
+    v["full_map"] = entry(same, "input_output_alias")
+    v["full_alias_bytes"] = alias_bytes(same)
+    v["full_state_bytes"] = nbytes
+
+    as_float = _compile(lambda s, g: _Tree(s.w - 0.1 * g, s.b + 1.0, s.step + 1.0), tree, g)
+    v["float_step_aliased"] = 2 in aliased_params(as_float)
+    v["float_alias_bytes"] = alias_bytes(as_float)
+
+    def half_b(s, g):
+        return _Tree(s.w - 0.1 * g, (s.b + 1.0).astype(jnp.float16), s.step + 1)
+
+    half = _compile(half_b, tree, g)
+    v["half_map"] = entry(half, "input_output_alias")
+    v["half_b_aliased"] = 1 in aliased_params(half)
+    v["half_alias_bytes"] = alias_bytes(half)
+    v["half_lost_bytes"] = nbytes - alias_bytes(half)
+
+    def pair(s, g):
+        return _Tree(s.w - 0.1 * g, s.b + 1.0, jnp.stack([s.step, s.step + 1]))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        paired = _compile(pair, tree, g)
+    v["pair_step_aliased"] = 2 in aliased_params(paired)
+    v["pair_alias_bytes"] = alias_bytes(paired)
+    v["pair_lost_bytes"] = nbytes - alias_bytes(paired)
+
+    def counter_half(s, g):
+        return _Tree(s.w - 0.1 * g, s.b + 1.0, (s.step + 1).astype(jnp.float16))
+
+    v["counter_half_bytes"] = alias_bytes(_compile(counter_half, tree, g))
+    return {k: str(x) for k, x in v.items()}
+
+
+# --------------------------------------------------------------------------- lesson 3
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class _Pair:
+    w: jax.Array
+    b: jax.Array
+
+
+def _pair_step(s, x):
+    return _Pair(s.w - 0.1 * x, s.b + 1.0)
+
+
+def _mlp_init(key, sizes=(784, 93, 10)):
+    params = {}
+    for i, (m, n) in enumerate(zip(sizes[:-1], sizes[1:])):
+        key, sub = jax.random.split(key)
+        params[f"dense{i}"] = {"w": jax.random.normal(sub, (m, n)) / jnp.sqrt(m), "b": jnp.zeros(n)}
+    return params
+
+
+_adam = optax.adam(1e-3)
+
+
+def _train_step(state, batch):
+    params, opt_state = state
+    x, y = batch
+
+    def loss(p):
+        h = jax.nn.relu(x @ p["dense0"]["w"] + p["dense0"]["b"])
+        logits = h @ p["dense1"]["w"] + p["dense1"]["b"]
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+    value, grads = jax.value_and_grad(loss)(params)
+    updates, opt_state = _adam.update(grads, opt_state, params)
+    return (optax.apply_updates(params, updates), opt_state), value
+
+
+def _fresh():
+    p = _mlp_init(jax.random.key(0))
+    return p, _adam.init(p)
+
+
+@lru_cache(None)
+def lifetimes_values() -> dict[str, str]:
+    v = {}
+    donating = jax.jit(_pair_step, donate_argnums=0)
+    s = _Pair(jnp.ones((4, 4), jnp.float32), jnp.zeros(4, jnp.float32))
+    batch = jnp.full((4, 4), 0.5, jnp.float32)
+    held = {"w": s.w}
+    row = s.w[0]
+    s = donating(s, batch)
+    v["metrics_leaf_deleted"] = held["w"].is_deleted()
+    v["row_deleted"] = row.is_deleted()
+    v["batch_deleted"] = batch.is_deleted()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jax.jit(_pair_step, donate_argnums=(0, 1))(s, batch)
+    v["batch_donated_deleted"] = batch.is_deleted()
+
+    s = _Pair(jnp.ones((4, 4), jnp.float32), jnp.zeros(4, jnp.float32))
+    out = donating(s, batch)
+    jax.jit(_pair_step)(out, batch)
+    v["result_after_plain"] = out.w.is_deleted()
+    donating(out, batch)
+    v["result_after_donating"] = out.w.is_deleted()
+
+    state = _fresh()
+    v["n_params"] = sum(leaf.size for leaf in jax.tree.leaves(state[0]))
+    state_nbytes = sum(leaf.nbytes for leaf in jax.tree.leaves(state))
+    v["state_nbytes"] = state_nbytes
+    v["state_mb"] = f"{state_nbytes / 1e6:.2f}"
+
+    kx, ky = jax.random.split(jax.random.key(1))
+    xs = jax.random.normal(kx, (4, 64, 784))
+    ys = jax.random.randint(ky, (4, 64), 0, 10)
+    batches = [(xs[i], ys[i]) for i in range(4)]
+    epochs = 3
+    v["n_steps"] = epochs * len(batches)
+
+    plan, live, losses = {}, {}, {}
+    for donate in (False, True):
+        step = jax.jit(_train_step, donate_argnums=(0,) if donate else ())
+        mem = step.lower(_fresh(), batches[0]).compile().memory_analysis()
+        plan[donate] = mem
+        step(_fresh(), batches[0])
+        st = _fresh()
+        gc.collect()
+        base = sum(a.nbytes for a in jax.live_arrays())
+        top, seen = base, []
+        for _ in range(epochs):
+            for b in batches:
+                new, loss = step(st, b)
+                top = max(top, sum(a.nbytes for a in jax.live_arrays()))
+                seen.append(float(loss))
+                st, new, loss = new, None, None
+        live[donate], losses[donate] = top - base, seen
+
+    def growth(m):
+        return m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes
+
+    v["plan_alias_bytes"] = plan[True].alias_size_in_bytes
+    v["plan_temp_plain"] = plan[False].temp_size_in_bytes
+    v["plan_temp_donate"] = plan[True].temp_size_in_bytes
+    v["plan_growth_plain_mb"] = f"{growth(plan[False]) / 1e6:.2f}"
+    v["plan_growth_donate_mb"] = f"{growth(plan[True]) / 1e6:.2f}"
+    v["live_growth_plain_mb"] = f"{live[False] / 1e6:.2f}"
+    v["live_growth_donate_mb"] = f"{live[True] / 1e6:.2f}"
+    v["live_growth_donate_bytes"] = live[True]
+    v["same_losses"] = losses[False] == losses[True]
+    return {k: str(x) for k, x in v.items()}
+
+
+EXPECTED = {
+    "donate_argnums": donate_argnums_values,
+    "state_tree": state_tree_values,
+    "lifetimes": lifetimes_values,
+}

@@ -1,0 +1,105 @@
+"""Tests of the build itself: broken claims fail it, and a rebuild reuses the cache."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+
+from conftest import LESSONS, REPO, build_book
+
+NOTEBOOK_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def tiny_book(tmp_path, body: str):
+    """A one-page book with the course's own _config.yml and `body` as its page."""
+    shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: page\n", encoding="utf-8")
+    (tmp_path / "page.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(body), encoding="utf-8")
+    return tmp_path
+
+
+CLAIM = """
+# A claim
+
+```{code-cell} ipython3
+from myst_nb import glue
+alias_bytes = 84
+glue("alias_bytes", alias_bytes)
+```
+
+```{code-cell} ipython3
+:tags: [remove-cell]
+assert alias_bytes == EXPECTED
+```
+
+The alias covers {glue:text}`alias_bytes` bytes.
+"""
+
+WARNING_AND_RAISE = """
+# Live warning and live error
+
+```{code-cell} ipython3
+import warnings
+warnings.warn("shown on the page, not a build warning")
+```
+
+```{code-cell} ipython3
+:tags: [raises-exception]
+raise RuntimeError("expected")
+```
+"""
+
+
+def test_a_true_hidden_claim_builds(tmp_path):
+    result = build_book(tiny_book(tmp_path, CLAIM.replace("EXPECTED", "84")))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+
+
+def test_a_false_hidden_claim_fails_the_build(tmp_path):
+    result = build_book(tiny_book(tmp_path, CLAIM.replace("EXPECTED", "80")))
+    log = result.stdout + result.stderr
+    assert result.returncode != 0, "a false assert in a hidden cell did not fail the build"
+    assert "AssertionError" in log
+
+
+def test_a_live_warning_and_a_tagged_error_do_not_fail_the_build(tmp_path):
+    result = build_book(tiny_book(tmp_path, WARNING_AND_RAISE))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    built = (tmp_path / "_build/html/page.html").read_text(encoding="utf-8")
+    assert "shown on the page, not a build warning" in built and "expected" in built
+
+
+def test_an_untagged_error_fails_the_build(tmp_path):
+    body = WARNING_AND_RAISE.replace(":tags: [raises-exception]\n", "")
+    result = build_book(tiny_book(tmp_path, body))
+    assert result.returncode != 0, "an untagged exception did not fail the build"
+
+
+def test_a_broken_cross_reference_fails_the_build(tmp_path):
+    result = build_book(tiny_book(tmp_path, "# Page\n\nSee {doc}`no_such_page`.\n"))
+    assert result.returncode != 0, "a broken {doc} reference did not fail the build"
+
+
+@pytest.mark.usefixtures("built_site")
+def test_a_rebuild_with_nothing_changed_executes_no_notebook():
+    # `--all` makes Sphinx re-read every page, so each lesson goes through
+    # myst-nb again; with unchanged code the jupyter-cache must answer for it.
+    result = build_book(REPO, "--all")
+    log = result.stdout + result.stderr
+    assert result.returncode == 0, log[-4000:]
+    assert "Executing notebook" not in log, "a rebuild re-executed a lesson"
+    for lesson in LESSONS:
+        assert f"book/lessons/{lesson}.md: Using cached notebook" in log, lesson

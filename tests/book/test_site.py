@@ -1,0 +1,148 @@
+"""Tests of the built course site (the book).
+
+They check the HTML that `jupyter-book build` produced from the lessons: that
+each page exists, that every glued number equals a fresh computation on the
+pinned JAX, that the compile-reuse figure and the exercise links are real files,
+and that nothing is loaded from the internet.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from conftest import LESSONS, REPO, page
+from recompute import EXPECTED
+
+GLUE_ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
+PASTED = re.compile(r'<span class="pasted-text">(.*?)</span>', re.S)
+
+
+def glued_keys(lesson: str) -> list[str]:
+    """Glue keys in the order the lesson's prose uses them (`{glue:text}` roles)."""
+    source = (REPO / "book" / "lessons" / f"{lesson}.md").read_text(encoding="utf-8")
+    keys = []
+    for kind, key in GLUE_ROLE.findall(source):
+        assert kind == "text", f"{lesson}: only {{glue:text}} roles are checked, found {{glue:{kind}}}"
+        keys.append(key.split(":")[0])
+    return keys
+
+
+def pasted_values(html_text: str) -> list[str]:
+    return [html.unescape(re.sub(r"<[^>]+>", "", v)).strip() for v in PASTED.findall(html_text)]
+
+
+def links(html_text: str) -> list[tuple[str, str, str]]:
+    """(class, href, text) of every <a> on a page."""
+    out = []
+    for attrs, body in re.findall(r"<a\s([^>]*)>(.*?)</a>", html_text, re.S):
+        href = re.search(r'href="([^"]*)"', attrs)
+        cls = re.search(r'class="([^"]*)"', attrs)
+        text = html.unescape(re.sub(r"<[^>]+>", "", body)).strip()
+        out.append((cls.group(1) if cls else "", href.group(1) if href else "", text))
+    return out
+
+
+def resolve(page_path: Path, href: str) -> Path:
+    return (page_path.parent / unquote(urlparse(href).path)).resolve()
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_lesson_has_a_page(built_site, lesson):
+    text = page(built_site, f"book/lessons/{lesson}.html")
+    assert "<h1>" in text
+    # the page was executed: it has code cell outputs, not just sources
+    assert 'class="cell_output' in text
+    index = page(built_site, "index.html") + page(built_site, "book/intro.html")
+    assert f"lessons/{lesson}.html" in index, "the landing page does not link the lesson"
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_glued_values_match_a_fresh_computation(built_site, lesson):
+    keys = glued_keys(lesson)
+    shown = pasted_values(page(built_site, f"book/lessons/{lesson}.html"))
+    assert keys, f"{lesson} glues nothing into its prose"
+    assert len(shown) == len(keys), (
+        f"{lesson}: {len(keys)} glue roles in the source, {len(shown)} values on the page"
+    )
+    expected = EXPECTED[lesson]()
+    unknown = sorted(set(keys) - set(expected))
+    assert not unknown, f"{lesson}: glued keys with no independent recomputation: {unknown}"
+    mismatches = {k: (s, expected[k]) for k, s in zip(keys, shown) if s != expected[k]}
+    assert not mismatches, f"{lesson}: page value != fresh value: {mismatches}"
+
+
+def test_compile_reuse_figure_is_an_image_on_the_page(built_site):
+    path = built_site / "book/lessons/donate_argnums.html"
+    text = path.read_text(encoding="utf-8")
+    figure = re.search(r'<figure[^>]*id="fig-compile-reuse".*?</figure>', text, re.S)
+    assert figure, "no figure with id fig-compile-reuse on the donate_argnums page"
+    img = re.search(r'<img[^>]*src="([^"]+)"', figure.group(0))
+    assert img, "the compile-reuse figure has no image"
+    target = resolve(path, img.group(1))
+    assert target.is_file() and target.stat().st_size > 2000, target
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the figure is not a PNG"
+    assert "compiled" in figure.group(0) and "reused" in figure.group(0)
+
+
+def test_jump_to_task_link_resolves(built_site):
+    path = built_site / "book/lessons/donate_argnums.html"
+    jumps = [href for _, href, t in links(path.read_text(encoding="utf-8")) if t == "jump to the task"]
+    assert jumps, "no 'jump to the task' link on the donate_argnums page"
+    for href in jumps:
+        target = resolve(path, href)
+        assert target.is_file(), f"{href} does not resolve to a built file"
+        assert target.name == "update_with_donate.html"
+
+
+def test_download_link_serves_the_released_notebook(built_site):
+    path = built_site / "book/exercises/update_with_donate.html"
+    downloads = [h for cls, h, _ in links(path.read_text(encoding="utf-8")) if "download" in cls]
+    assert downloads, "the exercise page has no {download} link"
+    for href in downloads:
+        target = resolve(path, href)
+        assert target.is_file(), f"download link {href} points to a missing file"
+        assert target.name == "update_with_donate.ipynb"
+        notebook = json.loads(target.read_text(encoding="utf-8"))
+        assert notebook["nbformat"] == 4
+    released = REPO / "exercises/release/update_with_donate/update_with_donate.ipynb"
+    assert released.is_file(), "`make release` has not produced the notebook"
+    assert target.read_bytes() == released.read_bytes(), "the download is not the released notebook"
+
+
+def test_every_internal_link_resolves(built_site):
+    for path in sorted(built_site.rglob("*.html")):
+        for _, href, _ in links(path.read_text(encoding="utf-8")):
+            parsed = urlparse(href)
+            if parsed.scheme or parsed.netloc or not parsed.path or href.startswith("#"):
+                continue
+            assert resolve(path, href).exists(), f"{path.relative_to(built_site)}: {href}"
+
+
+def test_no_asset_is_loaded_from_the_internet(built_site):
+    remote = re.compile(r"""(?:src|href)\s*=\s*["'](?:https?:)?//""", re.I)
+    for path in sorted(built_site.rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        for tag in re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", text, re.I):
+            assert not remote.search(tag), f"{path.relative_to(built_site)} loads {tag}"
+        lowered = text.lower()
+        assert "mathjax" not in lowered, f"{path.relative_to(built_site)} references MathJax"
+        for word in ("thebe", "binder", "colab"):
+            assert f"{word}-button" not in lowered and f"launch-{word}" not in lowered, (path, word)
+    for css in sorted(built_site.rglob("*.css")):
+        text = css.read_text(encoding="utf-8", errors="replace")
+        assert not re.search(r"""(?:@import|url\()\s*["']?(?:https?:)?//""", text), css
+
+
+def test_lessons_show_the_expected_live_errors_and_warning(built_site):
+    first = page(built_site, "book/lessons/donate_argnums.html")
+    assert first.count("Array has been deleted") >= 3  # the array, a list alias, a dict alias
+    assert "Some donated buffers were not usable" in first
+    assert "previously donated in the same call" in first
+    tree = page(built_site, "book/lessons/state_tree.html")
+    assert "Some donated buffers were not usable: int32[]" in tree
