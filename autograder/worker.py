@@ -1,8 +1,8 @@
 """The learner's process: run their code, then the exercise's probes.
 
-Started by :mod:`autograder.sandbox` with limits already applied. Reads one
-JSON request on stdin (``exercise``, ``seed``, ``cells``) and writes one JSON
-reply to the file descriptor named on the command line. Nothing here decides a
+Forked by :mod:`autograder.sandbox` with limits already applied. Takes one
+request (``exercise``, ``seed``, ``cells``) and writes one JSON reply to a
+private pipe. Nothing here decides a
 score; the reply is data for the hidden tests in the grader's process.
 """
 import importlib
@@ -51,11 +51,23 @@ def run_cells(cells, ns):
     return errors
 
 
-def main():
-    reply = os.fdopen(int(sys.argv[1]), "w")
-    request = json.loads(sys.stdin.read())
-    import jax  # noqa: F401  (import before learner code: faster, and not patchable first)
+def preload():
+    """Import what every submission needs, without starting a JAX backend.
 
+    Safe before ``fork()``: importing JAX creates no threads or devices; the
+    CPU client starts in each learner process on first use.
+    """
+    import jax  # noqa: F401
+    import jax.numpy  # noqa: F401
+    import jax.monitoring  # noqa: F401
+
+    import autograder.probes.common  # noqa: F401
+
+
+def serve(request, reply_fd):
+    """Run ``request`` in this (already limited) process; reply on ``reply_fd``; exit."""
+    reply = os.fdopen(reply_fd, "w")
+    preload()
     probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
     ns = {"__name__": "__main__", "get_ipython": _NoIPython}
     errors = run_cells(request["cells"], ns)
@@ -68,6 +80,11 @@ def main():
     json.dump({"cell_errors": errors, "obs": obs}, reply)
     reply.flush()
     os._exit(0)  # skip interpreter teardown: learner atexit hooks must not run
+
+
+def main():
+    """Entry point for a fresh interpreter: request on stdin, reply fd in argv[1]."""
+    serve(json.loads(sys.stdin.read()), int(sys.argv[1]))
 
 
 if __name__ == "__main__":
