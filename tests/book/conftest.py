@@ -31,7 +31,7 @@ def jupyter_book() -> str:
 
 def build_book(path: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """Run the strict site build on `path` (plus `extra` flags); returns the process."""
-    env = dict(os.environ, JAX_PLATFORMS="cpu", MPLBACKEND="agg")
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
     return subprocess.run(
         [jupyter_book(), "build", str(path), *BUILD_FLAGS, *extra],
         cwd=path,

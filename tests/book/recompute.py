@@ -242,6 +242,8 @@ def lifetimes_values() -> dict[str, str]:
     batches = [(xs[i], ys[i]) for i in range(4)]
     epochs = 3
     v["n_steps"] = epochs * len(batches)
+    v["n_epochs"] = epochs
+    v["n_batches"] = len(batches)
 
     plan, live, losses = {}, {}, {}
     for donate in (False, True):
@@ -269,6 +271,7 @@ def lifetimes_values() -> dict[str, str]:
     v["plan_temp_donate"] = plan[True].temp_size_in_bytes
     v["plan_growth_plain_mb"] = f"{growth(plan[False]) / 1e6:.2f}"
     v["plan_growth_donate_mb"] = f"{growth(plan[True]) / 1e6:.2f}"
+    v["plan_drop_pct"] = f"{100 * (1 - growth(plan[True]) / growth(plan[False])):.0f}"
     v["live_growth_plain_mb"] = f"{live[False] / 1e6:.2f}"
     v["live_growth_donate_mb"] = f"{live[True] / 1e6:.2f}"
     v["live_growth_donate_bytes"] = live[True]
