@@ -82,9 +82,17 @@ class EventCounter:
 
 @contextlib.contextmanager
 def quiet():
-    """Silence Python warnings (e.g. unusable donation) raised inside a probe."""
+    """Catch Python warnings raised inside a probe; yields a list of their messages.
+
+    JAX reports a donated buffer that no output can use with a UserWarning
+    ("Some donated buffers were not usable"), emitted while lowering.
+    """
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
+    caught = []
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        try:
+            yield caught
+        finally:
+            caught.extend(str(w.message).splitlines()[0][:300] for w in records)

@@ -4,6 +4,11 @@
 JSON-safe dict. The grader regenerates the same inputs with :func:`make_inputs`
 to compute expected values on its side.
 """
+import pathlib
+import re
+import shutil
+import tempfile
+
 import numpy as np
 
 from .common import EventCounter, describe, encode_array, error_text, quiet
@@ -12,6 +17,7 @@ FUNCTION = "update_with_donate"
 VALUE_LENGTHS = (1, 32, 64, 3000)
 COMPILE_LENGTHS = (32, 32, 32, 64, 32)  # repeats, a new shape, then back
 REBIND_STEPS = 50
+REBIND_LENGTH = 32  # a length already compiled, so the loop adds no compile
 
 
 def make_inputs(seed, n):
@@ -32,35 +38,63 @@ def _device_pair(seed, n):
 
 def _call(fn, state, delta):
     """Call ``fn`` once; record the result, errors and both arguments' fate."""
-    record = {"error": None}
+    record = {"error": None, "warnings": []}
     try:
-        with quiet():
+        with quiet() as caught:
             out = fn(state, delta)
             record["result"] = encode_array(out)
             record.update(describe(out))
     except BaseException as exc:  # learner code may raise anything, even SystemExit
         record["error"] = error_text(exc)
+    record["warnings"] = caught
     record["state_deleted"] = bool(state.is_deleted())
     record["delta_deleted"] = bool(delta.is_deleted())
     return record
 
 
 def _compiles(fn, seed, counter):
+    """Trace/compile counts per call, and the modules JAX lowered meanwhile."""
     import jax
 
     jax.clear_caches()  # the notebook may already have called fn with these lengths
+    dump = tempfile.mkdtemp(prefix="jax-ir-")
     rows = []
-    for n in COMPILE_LENGTHS:
-        state, delta = _device_pair(seed, n)
-        with counter:
-            rec = _call(fn, state, delta)
-        rows.append({"n": n, "traces": counter.traces, "compiles": counter.compiles,
-                     "error": rec["error"]})
-    return rows
+    jax.config.update("jax_dump_ir_to", dump)
+    try:
+        for n in COMPILE_LENGTHS:
+            state, delta = _device_pair(seed, n)
+            with counter:
+                rec = _call(fn, state, delta)
+            rows.append({"n": n, "traces": counter.traces, "compiles": counter.compiles,
+                         "error": rec["error"], "warnings": rec["warnings"]})
+    finally:
+        jax.config.update("jax_dump_ir_to", "")
+    return rows, _lowered_modules(dump)
+
+
+# In a dumped module, a donated argument carries tf.aliasing_output (aliased
+# to an output) or jax.buffer_donor (donated, not yet matched to an output).
+MAIN = re.compile(r"func\.func public @main\((.*)\) ->")
+ARG = re.compile(r"%arg\d+: (tensor<[^>]*>)(?: \{([^}]*)\})?")
+
+
+def _lowered_modules(dump):
+    """``[{"module", "args", "donated"}]`` for each module JAX lowered in ``dump``."""
+    found = []
+    for path in sorted(pathlib.Path(dump).glob("*.mlir")):
+        match = MAIN.search(path.read_text(errors="replace"))
+        if not match:
+            continue
+        args = ARG.findall(match.group(1))
+        found.append({"module": path.stem.split("_", 2)[-1].removesuffix("_compile"), "args": [t for t, _ in args],
+                      "donated": [("tf.aliasing_output" in a or "jax.buffer_donor" in a)
+                                  for _, a in args]})
+    shutil.rmtree(dump, ignore_errors=True)
+    return found
 
 
 def _rebind(fn, seed):
-    state, delta = _device_pair(seed, 16)
+    state, delta = _device_pair(seed, REBIND_LENGTH)
     try:
         with quiet():
             for _ in range(REBIND_STEPS):
@@ -70,37 +104,15 @@ def _rebind(fn, seed):
         return {"error": error_text(exc), "result": None}
 
 
-def _jitted_helpers(ns):
-    """Donation flags of every jitted callable in the learner's namespace.
-
-    Read from ``lower(...).args_info`` (JAX's record of which arguments are
-    donated), lowered for two float32[8] arguments.
-    """
-    import jax
-
-    spec = jax.ShapeDtypeStruct((8,), np.float32)
-    found = []
-    for name, obj in list(ns.items()):
-        if name.startswith("__") or not callable(obj) or not hasattr(obj, "lower"):
-            continue
-        try:
-            with quiet():
-                info = obj.lower(spec, spec).args_info[0]
-            found.append({"name": name, "donated": [bool(a.donated) for a in info]})
-        except BaseException:
-            continue  # not a two-argument jitted helper
-    return found
-
-
 def observe(ns, seed):
     """Run every probe against ``ns[FUNCTION]``; see the module docstring."""
     fn = ns.get(FUNCTION)
     if not callable(fn):
         return {"missing": FUNCTION}
     counter = EventCounter()
-    obs = {"compiles": _compiles(fn, seed, counter)}  # first: needs fresh caches
+    obs = {}
+    obs["compiles"], obs["lowered"] = _compiles(fn, seed, counter)  # first: fresh caches
     obs["values"] = {str(n): _call(fn, *_device_pair(seed, n)) for n in VALUE_LENGTHS}
     obs["empty"] = _call(fn, *_device_pair(seed, 0))
     obs["rebind"] = _rebind(fn, seed)
-    obs["helpers"] = _jitted_helpers(ns)
     return obs
