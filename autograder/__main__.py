@@ -30,6 +30,8 @@ def parse(argv):
 def main(argv=None):
     args = parse(argv)
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
+    os.makedirs(args.out, exist_ok=True)
+    sandbox.protect(args.out)
     subs = [submission.load(name, path, assignment, args.exercise)
             for name, path, assignment in submission.find(args.paths)]
     if not subs:
@@ -78,7 +80,8 @@ def _finish(sub, digest, future, out_dir, elapsed):
         outcome = sandbox.Outcome("error", f"the grader failed to run this submission ({exc})")
     tests, output, status = pipeline.judge(sub, outcome, digest)
     seconds = (outcome.seconds if outcome else 0.0) + time.monotonic() - t0
-    data = results.results_json(tests, output, status, digest, seconds)
+    data = results.results_json(tests, output, status, digest, seconds,
+                                  outcome.output_tail if outcome else "")
     try:
         results.write_results(out_dir, sub.name, data)
     except OSError as exc:

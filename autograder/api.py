@@ -17,9 +17,11 @@ def grade_file(path, name, exercise=None, limits=None, slot=0):
     :func:`autograder.pipeline.judge` under one lock.
     """
     limits = limits or sandbox.Limits()
+    sandbox.protect()
     sub = submission.load(name, path, None, exercise)
     digest = pipeline.digest(sub, limits)
     outcome = pipeline.execute(sub, limits, slot, digest)
     tests, output, status = pipeline.judge(sub, outcome, digest)
     seconds = outcome.seconds if outcome else 0.0
-    return results.results_json(tests, output, status, digest, seconds)
+    return results.results_json(tests, output, status, digest, seconds,
+                                  outcome.output_tail if outcome else "")

@@ -45,6 +45,7 @@ def execute(sub, limits, slot, hex_digest):
     if sub.unreadable or not sub.attempted:
         return None
     request = {"exercise": sub.exercise, "seed": seed_for(hex_digest),
+               "memory_mib": limits.memory_mib,
                "cells": [{"label": c.label, "source": c.source} for c in sub.cells]}
     return sandbox.run(request, limits, slot)
 

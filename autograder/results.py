@@ -33,15 +33,20 @@ def atomic_write(path, text):
         raise
 
 
-def results_json(tests, output, status, digest, seconds):
-    """Gradescope results for one submission; ``seconds`` is grading wall time."""
+def results_json(tests, output, status, digest, seconds, learner_output=""):
+    """Gradescope results for one submission; ``seconds`` is grading wall time.
+
+    ``learner_output`` is the last 2000 characters the learner's code printed,
+    kept in ``extra_data`` for the instructor.
+    """
     return {
         "score": sum(t["score"] for t in tests),
         "max_score": sum(t["max_score"] for t in tests),
         "output": output,
         "execution_time": round(seconds, 3),
         "tests": tests,
-        "extra_data": {"status": status, "digest": digest},
+        "extra_data": {"status": status, "digest": digest,
+                       "learner_output": learner_output[-2000:]},
     }
 
 

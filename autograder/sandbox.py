@@ -52,6 +52,22 @@ class Outcome:
     output_tail: str = ""
 
 
+# Paths learner code must not read: hidden tests, solutions, sample answers,
+# grades. When grading runs as root they are made root-only (git keeps no modes).
+PRIVATE = ("autograder/hidden", "exercises/source", "exercises/gradebook.db",
+           "exercises/submitted", "exercises/autograded", "tests", "grading.db")
+
+
+def protect(out_dir=None):
+    """Make :data:`PRIVATE` paths and ``out_dir`` unreadable to sandbox uids."""
+    if os.geteuid() != 0:
+        return
+    repo = Path(__file__).resolve().parent.parent
+    for path in [repo / p for p in PRIVATE] + ([Path(out_dir)] if out_dir else []):
+        if path.exists():
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+
+
 def uid_for(slot):
     """The sandbox uid for a parallel slot, or None when not running as root."""
     return SANDBOX_UID_BASE + slot if os.geteuid() == 0 else None
@@ -97,6 +113,8 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
     """In the forked child: confine this process, then run the worker. Never returns."""
     try:
         os.setsid()
+        # Past the file-size limit a write fails with EFBIG instead of killing us.
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0), os.dup2(log, 1), os.dup2(log, 2)
@@ -168,18 +186,25 @@ def _kill_all(pid, uid):
 
 
 def kill_uid(uid):
-    """SIGKILL every process owned by ``uid`` (catches escaped fork bombs)."""
-    for _ in range(20):
-        pids = [int(p.name) for p in Path("/proc").iterdir()
-                if p.name.isdigit() and _owner(p) == uid]
-        if not pids:
+    """SIGKILL every process owned by ``uid``, fork bombs included.
+
+    A helper process takes the uid and calls ``kill(-1, SIGKILL)``, which
+    reaches every process of that uid in one system call (kill(2)); repeated
+    until /proc shows none left.
+    """
+    for _ in range(100):
+        if not any(_owner(p) == uid for p in Path("/proc").iterdir() if p.name.isdigit()):
             return
-        for pid in pids:
+        pid = os.fork()
+        if pid == 0:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.02)
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.01)
 
 
 def _owner(proc_dir):

@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import compute_checksum, is_grade, is_solution
 
-EXERCISES = ("update_with_donate",)
+SOURCE = Path(__file__).resolve().parent.parent / "exercises" / "source"
+EXERCISES = ("update_with_donate", "donation_report", "fix_training_loop")
 MAX_BYTES = 20 * 2**20  # a notebook bigger than this is refused unread
 
 
@@ -109,8 +110,32 @@ def _read_notebook(sub, text):
     except Exception as exc:  # nbformat raises many types for malformed notebooks
         sub.unreadable = f"notebook could not be read: {str(exc).splitlines()[0][:200]}"
         return
-    code, answers = [], []
+    sub.cells, answers = _code_cells(sub, nb)
+    if not sub.cells:
+        sub.unreadable = "the notebook has no code cells"
+    elif answers and all(_unchanged(c) for c in answers):
+        sub.attempted = False
+
+
+def _code_cells(sub, nb):
+    """The cells to run, with read-only cells taken from the instructor's copy.
+
+    nbgrader restores locked cells before autograding (its OverwriteCells
+    step); this does the same, and notes each edited or deleted one.
+    """
+    locked = instructor_cells(sub.exercise)
+    code, answers, seen = [], [], set()
     for index, cell in enumerate(nb.get("cells", []), start=1):
+        grade_id = _meta(cell).get("grade_id")
+        if grade_id in locked:
+            seen.add(grade_id)
+            original = locked[grade_id]
+            if _edited(cell, original):
+                sub.notes.append(f"the read-only cell '{grade_id}' was edited; "
+                                 "the instructor's copy was used")
+            if original.cell_type == "code" and not _is_test_cell(original):
+                code.append(Cell(label=f"cell {index}", source=original.source))
+            continue
         if cell.get("cell_type") != "code" or not isinstance(cell.get("source"), str):
             continue
         if _is_test_cell(cell):
@@ -119,15 +144,42 @@ def _read_notebook(sub, text):
         code.append(Cell(label=label, source=cell.source))
         if _is_solution(cell):
             answers.append(cell)
-    sub.cells = code
-    if not code:
-        sub.unreadable = "the notebook has no code cells"
-    elif answers and all(_unchanged(c) for c in answers):
-        sub.attempted = False
+    has_metadata = any(_meta(c) for c in nb.get("cells", []))
+    for grade_id in sorted(set(locked) - seen) if has_metadata else ():
+        sub.notes.append(f"the read-only cell '{grade_id}' was deleted; "
+                         "the instructor's copy of the tests was used")
+    return code, answers
+
+
+def instructor_cells(exercise):
+    """Locked cells of the instructor's source notebook, by nbgrader grade_id."""
+    path = SOURCE / exercise / f"{exercise}.ipynb"
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except (OSError, ValueError):
+        return {}
+    return {_meta(c)["grade_id"]: c for c in nb.cells
+            if _meta(c).get("locked") and not _meta(c).get("solution")}
+
+
+def _edited(cell, original):
+    """True when a read-only cell differs from what was released."""
+    if cell.get("cell_type") != original.cell_type:
+        return True
+    checksum = _meta(cell).get("checksum")
+    if checksum:
+        try:
+            return compute_checksum(cell) != checksum
+        except Exception:
+            return True
+    if _is_test_cell(original):
+        return False  # no checksum to compare: hidden parts differ by design
+    return cell.get("source") != original.source
 
 
 def _meta(cell):
-    meta = cell.get("metadata", {}).get("nbgrader", {})
+    meta = cell.get("metadata") if isinstance(cell, dict) else None
+    meta = meta.get("nbgrader") if isinstance(meta, dict) else None
     return meta if isinstance(meta, dict) else {}
 
 

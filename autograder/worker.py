@@ -29,7 +29,7 @@ def _transform(source):
     return TransformerManager().transform_cell(source)
 
 
-def run_cells(cells, ns):
+def run_cells(cells, ns, memory_mib=None):
     """Exec each cell in ``ns``; return plain-words messages for cells that failed."""
     from autograder.probes.common import error_text
 
@@ -46,6 +46,8 @@ def run_cells(cells, ns):
             continue
         try:
             exec(code, ns)
+        except MemoryError:
+            errors.append(f"{label} used more than {memory_mib} MiB of memory (MemoryError)")
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included
             errors.append(f"{label} raised {error_text(exc)}")
     return errors
@@ -70,7 +72,7 @@ def serve(request, reply_fd):
     preload()
     probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
     ns = {"__name__": "__main__", "get_ipython": _NoIPython}
-    errors = run_cells(request["cells"], ns)
+    errors = run_cells(request["cells"], ns, request.get("memory_mib"))
     try:
         obs = probe.observe(ns, request["seed"])
     except BaseException as exc:
@@ -79,6 +81,11 @@ def serve(request, reply_fd):
         obs = {"probe_error": error_text(exc)}
     json.dump({"cell_errors": errors, "obs": obs}, reply)
     reply.flush()
+    for stream in (sys.stdout, sys.stderr):  # keep what the learner printed
+        try:
+            stream.flush()
+        except Exception:
+            pass
     os._exit(0)  # skip interpreter teardown: learner atexit hooks must not run
 
 
