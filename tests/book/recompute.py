@@ -212,10 +212,13 @@ def lifetimes_values() -> dict[str, str]:
     s = _Pair(jnp.ones((4, 4), jnp.float32), jnp.zeros(4, jnp.float32))
     batch = jnp.full((4, 4), 0.5, jnp.float32)
     held = {"w": s.w}
+    everything = s.w[:]
     row = s.w[0]
     s = donating(s, batch)
     v["metrics_leaf_deleted"] = held["w"].is_deleted()
     v["row_deleted"] = row.is_deleted()
+    v["slice_is_leaf"] = everything is held["w"]
+    v["slice_deleted"] = everything.is_deleted()
     v["batch_deleted"] = batch.is_deleted()
 
     with warnings.catch_warnings():

@@ -6,8 +6,9 @@ import shutil
 import textwrap
 
 import pytest
+import yaml
 
-from conftest import LESSONS, REPO, build_book
+from .sitebuild import LESSONS, REPO, build_book
 
 NOTEBOOK_HEADER = """\
 ---
@@ -26,6 +27,9 @@ kernelspec:
 def tiny_book(tmp_path, body: str):
     """A one-page book with the course's own _config.yml and `body` as its page."""
     shutil.copy(REPO / "_config.yml", tmp_path / "_config.yml")
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    for static in ((config.get("sphinx") or {}).get("config") or {}).get("html_static_path", []):
+        (tmp_path / static).mkdir(parents=True, exist_ok=True)  # the config expects it
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: page\n", encoding="utf-8")
     (tmp_path / "page.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(body), encoding="utf-8")
     return tmp_path

@@ -16,8 +16,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from conftest import LESSONS, REPO, page
-from recompute import EXPECTED
+from .sitebuild import LESSONS, REPO, page
+from .recompute import EXPECTED
 
 GLUE_ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
 PASTED = re.compile(r'<span class="pasted-text">(.*?)</span>', re.S)

@@ -1,0 +1,1 @@
+"""Tests of the course site built from book/ (jupyter-book)."""
