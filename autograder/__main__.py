@@ -45,12 +45,13 @@ def main(argv=None):
             print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
             continue
         todo.append((sub, digest))
-    failures = _grade_all(todo, limits, args)
+    hide = pipeline.hidden_dirs([*args.paths, args.out])
+    failures = _grade_all(todo, limits, args, hide)
     results.write_summary(args.out)
     return 1 if failures else 0
 
 
-def _grade_all(todo, limits, args):
+def _grade_all(todo, limits, args, hide):
     slots = queue.Queue()
     for slot in range(max(1, args.jobs)):
         slots.put(slot)
@@ -58,7 +59,7 @@ def _grade_all(todo, limits, args):
     def execute(sub, digest):
         slot = slots.get()
         try:
-            return pipeline.execute(sub, limits, slot, digest)
+            return pipeline.execute(sub, limits, slot, digest, hide)
         finally:
             slots.put(slot)
 

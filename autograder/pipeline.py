@@ -10,6 +10,7 @@ runs in the calling thread because pytest is not thread-safe.
 """
 import functools
 import hashlib
+import sys
 from pathlib import Path
 
 from autograder import grade, sandbox
@@ -40,14 +41,30 @@ def seed_for(hex_digest):
     return int(hex_digest[:8], 16)
 
 
-def execute(sub, limits, slot, hex_digest):
-    """Step 2: return the sandbox :class:`~autograder.sandbox.Outcome` or None."""
+def execute(sub, limits, slot, hex_digest, hide=()):
+    """Step 2: return the sandbox :class:`~autograder.sandbox.Outcome` or None.
+
+    ``hide`` lists directories the learner's process must not see (the
+    class's submissions, the results folder).
+    """
     if sub.unreadable or not sub.attempted:
         return None
     request = {"exercise": sub.exercise, "seed": seed_for(hex_digest),
-               "memory_mib": limits.memory_mib,
+               "memory_mib": limits.memory_mib, "hide": list(hide),
                "cells": [{"label": c.label, "source": c.source} for c in sub.cells]}
     return sandbox.run(request, limits, slot)
+
+
+def hidden_dirs(paths):
+    """Folders holding submissions or results, minus any the grader itself needs."""
+    needed = [Path(__file__).resolve().parent.parent, Path(sys.prefix).resolve()]
+    dirs = set()
+    for path in map(Path, paths):
+        path = path.resolve()
+        folder = path if path.is_dir() else path.parent
+        if not any(folder == n or folder in n.parents for n in needed):
+            dirs.add(str(folder))
+    return sorted(dirs)
 
 
 def judge(sub, outcome, hex_digest):

@@ -4,10 +4,12 @@ A zygote process (:mod:`autograder.zygote`) imports JAX once. For each
 submission it forks a supervisor, which forks the learner's process: a fresh
 session in a scratch directory, with a wall-clock limit, an address-space
 limit, a process-count limit and a file-size limit, and, when the grader runs
-as root, an unprivileged uid of its own (one per parallel slot) so it cannot
+as root, an unprivileged uid of its own (leased, see :func:`lease_uid`) so it cannot
 signal the grader or read root-only files. The learner's process talks only
 through a private pipe; what it prints is kept as a short tail.
 """
+import contextlib
+import fcntl
 import json
 import os
 import resource
@@ -68,9 +70,37 @@ def protect(out_dir=None):
             os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
-def uid_for(slot):
-    """The sandbox uid for a parallel slot, or None when not running as root."""
-    return SANDBOX_UID_BASE + slot if os.geteuid() == 0 else None
+UID_COUNT = 1000
+LEASES = Path(tempfile.gettempdir()) / "jax-donation-sandbox-uids"
+
+
+@contextlib.contextmanager
+def lease_uid(slot=0):
+    """Hold a sandbox uid that no other grader on this machine is using.
+
+    Each uid is guarded by an exclusive ``flock`` on a root-only file, so a
+    class run and the grading service never share a uid (and so never kill
+    each other's learner processes). Yields None when not running as root.
+    """
+    if os.geteuid() != 0:
+        yield None
+        return
+    LEASES.mkdir(mode=0o700, exist_ok=True)
+    for offset in range(UID_COUNT):
+        uid = SANDBOX_UID_BASE + (slot + offset) % UID_COUNT
+        fd = os.open(LEASES / str(uid), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            kill_uid(uid)  # whatever a crashed grader left behind
+            yield uid
+        finally:
+            os.close(fd)
+        return
+    raise RuntimeError("no free sandbox uid")
 
 
 def run(request, limits=None, slot=0):
@@ -79,7 +109,8 @@ def run(request, limits=None, slot=0):
 
     limits = limits or Limits()
     try:
-        return zygote.shared().run(request, limits, uid_for(slot))
+        with lease_uid(slot) as uid:
+            return zygote.shared().run(request, limits, uid)
     except Exception as exc:  # the zygote died or hung: a result, never a crash
         return Outcome("error", f"the grader's sandbox failed ({type(exc).__name__}: {exc})")
 
@@ -103,7 +134,7 @@ def supervise(request, limits, uid):
         raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
         _kill_all(pid, uid)
         return _outcome(code, timed_out, raw, _tail(log_path), limits,
-                        time.monotonic() - start)
+                        time.monotonic() - start, _memory_sign(log_path))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         Path(log_path).unlink(missing_ok=True)
@@ -121,6 +152,10 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
         # Close every inherited descriptor (the grader's socket among them).
         os.closerange(3, write_fd)
         os.closerange(write_fd + 1, 65536)
+        if uid is not None and _private_mounts(request.get("hide", ())):
+            scratch = "/tmp/work"  # on the fresh tmpfs: nothing else is there
+            os.mkdir(scratch, 0o700)
+            os.chown(scratch, uid, uid)
         os.chdir(scratch)
         os.environ.clear()
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
@@ -131,6 +166,29 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
         worker.serve(request, write_fd)
     finally:
         os._exit(70)
+
+
+CLONE_NEWNS, MS_REC, MS_PRIVATE = 0x00020000, 0x4000, 0x40000
+
+
+def _private_mounts(hide):
+    """Give the learner's process its own mount namespace (root only).
+
+    Fresh, empty tmpfs mounts replace /tmp, /var/tmp and /dev/shm, so nothing
+    one learner writes there reaches another, and the ``hide`` directories
+    (other submissions, results) are covered by empty tmpfs mounts.
+    Returns False, changing nothing, where namespaces are not available.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+    for target in ["/tmp", "/var/tmp", "/dev/shm", *hide]:
+        if os.path.isdir(target):
+            libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
+    return True
 
 
 def _limit(limits, uid):
@@ -161,14 +219,26 @@ def _collect(pid, read_fd, deadline):
                 chunks.append(data)
         elif eof:
             time.sleep(min(remaining, 0.01))
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            code = os.waitstatus_to_exitcode(status)
+        code = _exit_code(pid)
     if code is not None and not eof:  # drain what is buffered after exit
         while select.select([read_fd], [], [], 0)[0] and (data := os.read(read_fd, 65536)):
             chunks.append(data)
     os.close(read_fd)
     return b"".join(chunks), code, code is None
+
+
+def _exit_code(pid):
+    """Exit code of ``pid`` once it has ended (negative: killed by that signal), else None.
+
+    The child is left unreaped (WNOWAIT) so its pid and process group cannot
+    be reused by another process before :func:`_kill_all` signals the group.
+    """
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None or info.si_pid == 0:
+        return None
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status
+    return -info.si_status
 
 
 def _kill_all(pid, uid):
@@ -223,7 +293,19 @@ def _tail(log_path, size=2000):
         return ""
 
 
-def _outcome(code, timed_out, raw, tail, limits, seconds):
+def _memory_sign(log_path, window=65536):
+    """True when the start or end of the log shows the memory limit was hit."""
+    try:
+        with open(log_path, "rb") as log:
+            head = log.read(window)
+            log.seek(max(0, os.fstat(log.fileno()).st_size - window))
+            text = (head + log.read()).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(sign in text for sign in MEMORY_SIGNS)
+
+
+def _outcome(code, timed_out, raw, tail, limits, seconds, memory_hit=False):
     if timed_out:
         return Outcome("timeout", f"timed out after {limits.seconds:g} s", None, seconds, tail)
     try:
@@ -232,7 +314,7 @@ def _outcome(code, timed_out, raw, tail, limits, seconds):
         reply = None
     if code == 0 and isinstance(reply, dict) and "obs" in reply:
         return Outcome("ok", "", reply, seconds, tail)
-    if any(sign in tail for sign in MEMORY_SIGNS):
+    if memory_hit:
         return Outcome("memory", f"used more than {limits.memory_mib} MiB of memory",
                        None, seconds, tail)
     if code is not None and code < 0:

@@ -112,7 +112,7 @@ def _read_notebook(sub, text):
         return
     sub.cells, answers = _code_cells(sub, nb)
     if not sub.cells:
-        sub.unreadable = "the notebook has no code cells"
+        sub.unreadable = "; ".join(["the notebook has no code cells to run"] + sub.notes)
     elif answers and all(_unchanged(c) for c in answers):
         sub.attempted = False
 
@@ -124,18 +124,21 @@ def _code_cells(sub, nb):
     step); this does the same, and notes each edited or deleted one.
     """
     locked = instructor_cells(sub.exercise)
-    code, answers, seen = [], [], set()
+    code, answers, seen, edited, after_answer = [], [], set(), [], False
     for index, cell in enumerate(nb.get("cells", []), start=1):
         grade_id = _meta(cell).get("grade_id")
         if grade_id in locked:
             seen.add(grade_id)
             original = locked[grade_id]
             if _edited(cell, original):
-                sub.notes.append(f"the read-only cell '{grade_id}' was edited; "
-                                 "the instructor's copy was used")
-            if original.cell_type == "code" and not _is_test_cell(original):
-                code.append(Cell(label=f"cell {index}", source=original.source))
+                edited.append(grade_id)
+            # Read-only code before the answer is set-up the answer may need;
+            # after it come self-checks and submit cells, which grading skips.
+            if original.cell_type == "code" and not _is_test_cell(original) and not after_answer:
+                code.append(Cell(label=f"read-only cell {index}", source=original.source))
             continue
+        if _meta(cell).get("solution"):
+            after_answer = True  # even if the answer cell was turned into markdown
         if cell.get("cell_type") != "code" or not isinstance(cell.get("source"), str):
             continue
         if _is_test_cell(cell):
@@ -144,10 +147,13 @@ def _code_cells(sub, nb):
         code.append(Cell(label=label, source=cell.source))
         if _is_solution(cell):
             answers.append(cell)
-    has_metadata = any(_meta(c) for c in nb.get("cells", []))
-    for grade_id in sorted(set(locked) - seen) if has_metadata else ():
-        sub.notes.append(f"the read-only cell '{grade_id}' was deleted; "
-                         "the instructor's copy of the tests was used")
+    deleted = sorted(set(locked) - seen) if any(_meta(c) for c in nb.get("cells", [])) else []
+    for cells, what in ((edited, "edited"), (deleted, "deleted")):
+        if cells:
+            sub.notes.append(f"read-only cells were {what} ({', '.join(cells)}); "
+                             "grading used the instructor's copy")
+    if not code and any(_meta(c).get("solution") for c in nb.get("cells", [])):
+        sub.notes.append("the answer cell is not a code cell (was it changed to Markdown?)")
     return code, answers
 
 

@@ -5,6 +5,7 @@ request (``exercise``, ``seed``, ``cells``) and writes one JSON reply to a
 private pipe. Nothing here decides a
 score; the reply is data for the hidden tests in the grader's process.
 """
+import errno
 import importlib
 import json
 import os
@@ -48,6 +49,15 @@ def run_cells(cells, ns, memory_mib=None):
             exec(code, ns)
         except MemoryError:
             errors.append(f"{label} used more than {memory_mib} MiB of memory (MemoryError)")
+            # Leave a mark in the log: if the process dies later for want of
+            # memory (XLA cannot start its threads), the grader can say why.
+            os.write(2, b"\nMemoryError in learner code\n")
+        except OSError as exc:
+            if exc.errno == errno.EFBIG:
+                exc = f"printed or wrote more than the file-size limit ({exc.strerror})"
+                errors.append(f"{label} {exc}")
+            else:
+                errors.append(f"{label} raised {error_text(exc)}")
         except BaseException as exc:  # SystemExit and KeyboardInterrupt included
             errors.append(f"{label} raised {error_text(exc)}")
     return errors

@@ -9,6 +9,7 @@ submission, served by a forked supervisor (:func:`autograder.sandbox.supervise`)
 import atexit
 import json
 import os
+import select
 import socket
 import socketserver
 import subprocess
@@ -32,6 +33,16 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
     max_children = 256
+
+    def service_actions(self):
+        """Between requests: reap children, and exit once the grader is gone.
+
+        The grader holds our stdin open and never writes; EOF means it died
+        (even by SIGKILL), so no zygote outlives the grading run.
+        """
+        super().service_actions()
+        if select.select([sys.stdin], [], [], 0)[0] and not os.read(sys.stdin.fileno(), 1):
+            os._exit(0)
 
 
 def main(path):
@@ -67,7 +78,8 @@ class Zygote:
             code = (f"import sys; sys.path[:0] = {paths!r}; "
                     f"from autograder.zygote import main; main({self.path!r})")
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code],
-                                         stdout=subprocess.PIPE, text=True)
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True)
             if self.proc.stdout.readline().strip() != "ready":
                 raise RuntimeError("the sandbox zygote did not start")
 

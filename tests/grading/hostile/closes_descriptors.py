@@ -1,0 +1,10 @@
+import os
+
+os.closerange(3, 4096)
+import jax
+
+_add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+
+
+def update_with_donate(state, delta):
+    return _add(state, delta)

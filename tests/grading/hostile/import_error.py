@@ -1,0 +1,8 @@
+import definitely_not_a_module
+import jax
+
+_add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+
+
+def update_with_donate(state, delta):
+    return _add(state, delta)

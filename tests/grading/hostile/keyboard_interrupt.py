@@ -1,0 +1,2 @@
+def update_with_donate(state, delta):
+    raise KeyboardInterrupt

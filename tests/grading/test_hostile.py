@@ -1,0 +1,151 @@
+"""Hostile and broken submissions: each gets a correct result and a clear message.
+
+The corpus is ``hostile/*.py`` (answer cells placed in the released notebook)
+plus the broken notebooks of :mod:`tests.grading.hostile_builders`. The whole
+class is graded in one run with small limits; expectations are in
+``hostile/expected.json``.
+"""
+import csv
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.sandbox import LEASES
+from tests.conftest import REPO, nbgrader_env
+from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+from tests.grading.hostile_builders import BUILDERS
+
+HOSTILE = SAMPLES.parent / "hostile"
+EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
+EXPECTED.pop("_comment")
+LIMITS = ["--timeout", "6", "--memory-mib", "3072", "--jobs", "2"]
+SANDBOX_UIDS = range(61000, 62000)
+ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
+           Path("/etc/hostile-was-here"), REPO / "autograder" / "pwned.py"]
+
+
+def build_class(course, root):
+    release = released_notebook(course)
+    root.mkdir(parents=True, exist_ok=True)
+    for path in HOSTILE.glob("*.py"):
+        if path.stem in EXPECTED:
+            nb = with_answer(release, path.read_text())
+            (root / f"{path.stem}.ipynb").write_text(json.dumps(nb))
+    for name, build in BUILDERS.items():
+        (root / f"{name}.ipynb").write_bytes(build(release))
+    return root
+
+
+def grade(*args, env_extra=None):
+    env = dict(nbgrader_env(), **(env_extra or {}))
+    return subprocess.Popen([sys.executable, "-m", "autograder", *map(str, args)], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def sandbox_processes():
+    """Processes of sandbox uids that no grader holds a lease on (leaked ones).
+
+    A grader holds a uid's lease for as long as it runs learner code as that
+    uid, so processes under a free uid have outlived their grading. (Other
+    graders may be running on the same machine: their uids are leased.)
+    """
+    owners = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and proc.stat().st_uid in SANDBOX_UIDS:
+                owners.setdefault(proc.stat().st_uid, []).append(proc.name)
+        except OSError:
+            pass
+    leaked = []
+    for uid, pids in owners.items():
+        fd = os.open(LEASES / str(uid), os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            leaked += pids
+        except BlockingIOError:
+            pass  # leased: a grader is still using this uid
+        finally:
+            os.close(fd)
+    return leaked
+
+
+@pytest.fixture(scope="module")
+def hostile(released_course, tmp_path_factory):
+    root = build_class(released_course, tmp_path_factory.mktemp("hostile") / "class")
+    out = root.parent / "grades"
+    proc = grade(root, "--out", out, *LIMITS, env_extra={"HOSTILE_SECRET_TOKEN": "s3cret"})
+    stdout, stderr = proc.communicate(timeout=900)
+    return out, proc.returncode, stdout, stderr
+
+
+def test_corpus_is_large_enough():
+    assert len(EXPECTED) >= 30
+    assert set(BUILDERS) <= set(EXPECTED)
+
+
+def test_every_submission_gets_a_result_and_exit_0(hostile):
+    out, code, stdout, stderr = hostile
+    assert code == 0, stderr[-2000:]
+    assert {p.parent.name for p in out.glob("*/results.json")} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_hostile_submission_gets_expected_result(hostile, name):
+    out = hostile[0]
+    got = json.loads((out / name / "results.json").read_text())
+    want = EXPECTED[name]
+    assert (got["score"], got["extra_data"]["status"]) == (want["score"], want["status"]), got["output"]
+    assert want["output"] in got["output"]
+
+
+def test_no_learner_process_survives(hostile):
+    assert sandbox_processes() == []
+
+
+def test_nothing_written_outside_scratch(hostile):
+    assert [p for p in ESCAPES if p.exists()] == []
+
+
+def test_summary_matches_results(hostile):
+    out = hostile[0]
+    rows = {r["submission"]: float(r["score"]) for r in csv.DictReader((out / "summary.csv").open())}
+    assert rows == {n: json.loads((out / n / "results.json").read_text())["score"] for n in EXPECTED}
+
+
+def test_killed_mid_class_then_rerun_completes_every_grade(released_course, tmp_path):
+    """SIGKILL the grader while it works through a class; the rerun finishes it."""
+    release = released_notebook(released_course)
+    root = tmp_path / "class"
+    root.mkdir()
+    names = {f"learner{i:02d}": ("reference" if i % 2 else "wrong_arithmetic") for i in range(12)}
+    for name, sample in names.items():
+        nb = with_answer(release, (SAMPLES / f"{sample}.py").read_text())
+        (root / f"{name}.ipynb").write_text(json.dumps(nb))
+    out = tmp_path / "grades"
+    first = grade(root, "--out", out, "--jobs", "1")
+    deadline = time.monotonic() + 300
+    while len(list(out.glob("*/results.json"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    done_before = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("*/results.json")}
+    assert 3 <= len(done_before) < len(names)
+    second = grade(root, "--out", out, "--jobs", "2")
+    stdout, stderr = second.communicate(timeout=600)
+    assert second.returncode == 0, stderr
+    assert stdout.count("unchanged, kept") == len(done_before)
+    for name, sample in names.items():
+        data = json.loads((out / name / "results.json").read_text())
+        assert data["score"] == (10 if sample == "reference" else 7)
+    kept = {n: (out / n / "results.json").stat().st_mtime_ns for n in done_before}
+    assert kept == done_before
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert len(rows) == len(names)
+    assert sandbox_processes() == []
