@@ -2,7 +2,8 @@
 
 Used by ``make serve``. Each service is one child process; if one exits, the
 others are stopped too, so a half-running course never lingers.
-Ports come from the environment: PORT (site, default 8000).
+Ports come from the environment: PORT (site, default 8000), GRADER_PORT
+(grading service, default 8001; see autograder/SERVICE.md for its settings).
 """
 import os
 import signal
@@ -18,10 +19,13 @@ HOST = os.environ.get("HOST", "127.0.0.1")
 def services():
     """``[(label, url, argv)]`` for every server ``make serve`` runs."""
     site_port = os.environ.get("PORT", "8000")
+    grader_port = os.environ.get("GRADER_PORT", "8001")
     return [
         ("course site", f"http://{HOST}:{site_port}/",
          [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
           "--directory", str(REPO / "_build" / "html")]),
+        ("grading service", f"http://{HOST}:{grader_port}/api/health",
+         [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port]),
     ]
 
 

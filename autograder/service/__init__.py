@@ -1,0 +1,14 @@
+"""The grading service: learners submit a notebook over HTTP and read feedback.
+
+``python -m autograder.service`` (started by ``make serve``) runs it. Modules:
+
+- :mod:`~autograder.service.store`: the SQLite database of submissions and
+  results (every submission is committed before it is acknowledged);
+- :mod:`~autograder.service.grader`: worker threads that grade queued
+  submissions with :mod:`autograder.pipeline` (sandboxed, judged under a lock);
+- :mod:`~autograder.service.gradebook`: mirrors results into nbgrader's
+  gradebook so formgrader and ``nbgrader export`` see the same grades;
+- :mod:`~autograder.service.app`: the HTTP API (tornado).
+
+The API is documented in ``autograder/SERVICE.md``.
+"""

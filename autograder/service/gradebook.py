@@ -1,0 +1,82 @@
+"""Mirror the service's results into nbgrader's gradebook.
+
+The hidden tests are named after the nbgrader ``grade_id`` of the graded cells
+(``tests/grading/test_release.py`` checks this), so a result maps onto the
+gradebook cell by cell, exactly as ``nbgrader autograde``'s ``SaveAutoGrades``
+preprocessor writes it: ``Grade.auto_score`` per graded cell, a manual score
+left untouched (and flagged for review if present), ``Comment.auto_comment``
+"No response." on an unattempted answer cell, and the submission timestamp.
+formgrader and ``nbgrader export`` then read these grades like any others.
+
+nbgrader keeps one submission per learner and exercise: the newest one counts.
+The notebook itself is also written to ``submitted/<learner>/<exercise>/`` with
+nbgrader's ``timestamp.txt``, so ``nbgrader autograde`` can re-check it.
+"""
+import datetime
+import json
+import os
+from pathlib import Path
+
+from nbgrader.api import Gradebook, MissingEntry
+
+from autograder.grade import hidden_tests
+from autograder.results import atomic_write
+
+
+class NotReady(Exception):
+    """The gradebook cannot take this result yet (e.g. the exercise is not released)."""
+
+
+class Mirror:
+    """Writes results into ``<course>/gradebook.db`` and ``<course>/submitted/``."""
+
+    def __init__(self, course_dir):
+        self.course = Path(course_dir)
+        self.url = f"sqlite:///{self.course / 'gradebook.db'}"
+
+    def record(self, row):
+        """Write one done submission (a :meth:`Store.unsynced` row) into the gradebook."""
+        exercise, learner, result = row["exercise"], row["learner"], row["result"]
+        tests = hidden_tests(exercise)
+        if [t["name"] for t in result["tests"]] != [title for _, title, _ in tests]:
+            raise NotReady("the result's tests do not match the exercise's hidden tests")
+        when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
+        if not (self.course / "gradebook.db").exists():
+            raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
+        with Gradebook(self.url) as gb:
+            notebook = self._notebook(gb, exercise, [name for name, _, _ in tests])
+            gb.update_or_create_student(learner)
+            gb.update_or_create_submission(exercise, learner, timestamp=when)
+            for (grade_id, _, _), entry in zip(tests, result["tests"]):
+                grade = gb.find_grade(grade_id, notebook, exercise, learner)
+                grade.auto_score = float(entry["score"])
+                grade.needs_manual_grade = grade.manual_score is not None
+            unattempted = result.get("extra_data", {}).get("status") == "not attempted"
+            for cell in gb.find_notebook(notebook, exercise).solution_cells:
+                comment = gb.find_comment(cell.name, notebook, exercise, learner)
+                comment.auto_comment = "No response." if unattempted else None
+            gb.db.commit()
+        self._write_notebook(exercise, learner, notebook, row["notebook"], when)
+
+    @staticmethod
+    def _notebook(gb, exercise, grade_ids):
+        try:
+            assignment = gb.find_assignment(exercise)
+        except MissingEntry:
+            raise NotReady(f"exercise {exercise!r} is not in the gradebook: run `make release`")
+        for nb in assignment.notebooks:
+            if sorted(c.name for c in nb.grade_cells) == sorted(grade_ids):
+                return nb.name
+        raise NotReady(f"no notebook of {exercise!r} in the gradebook has graded cells "
+                       f"{', '.join(grade_ids)}: run `make release`")
+
+    def _write_notebook(self, exercise, learner, notebook, raw, when):
+        folder = self.course / "submitted" / learner / exercise
+        try:
+            text = json.dumps(json.loads(raw), indent=1) + "\n"
+        except ValueError:
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        atomic_write(folder / f"{notebook}.ipynb", text)
+        atomic_write(folder / "timestamp.txt",
+                     when.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC\n")
+        os.chmod(folder / f"{notebook}.ipynb", 0o600)  # learners' work: instructor only

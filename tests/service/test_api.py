@@ -1,0 +1,135 @@
+"""The HTTP API: submit, poll, read feedback; bad requests refused, nothing stored."""
+import json
+
+import pytest
+from nbgrader.api import Gradebook
+
+from tests.grading.helpers import ASSIGNMENT
+from tests.service.conftest import expected_failed, failed_tests, http, notebook_with
+
+
+@pytest.fixture(scope="module")
+def graded(service, course_template):
+    """The reference solution and a wrong answer, submitted and graded."""
+    ids = {"ada": service.submit("ada", notebook_with(course_template, "reference")),
+           "bob": service.submit("bob", notebook_with(course_template, "wrong_arithmetic"))}
+    answers = service.wait_done(list(ids.values()))
+    return {learner: answers[sub_id] for learner, sub_id in ids.items()}
+
+
+def test_reference_solution_gets_full_marks(graded):
+    answer = graded["ada"]
+    assert answer["status"] == "done" and answer["learner"] == "ada"
+    result = answer["result"]
+    assert (result["score"], result["max_score"]) == (10, 10)
+    assert result["output"] == "Graded."  # the notebook's submit cell ran quietly
+    assert all(t["status"] == "passed" and t["output"].startswith("Passed: ")
+               for t in result["tests"])
+    assert answer["seconds"]["total"] >= answer["seconds"]["grading"] > 0
+    assert result["execution_time"] > 0
+
+
+def test_wrong_answer_gets_plain_words_feedback(graded):
+    result = graded["bob"]["result"]
+    assert result["score"] == 7
+    assert failed_tests(result) == expected_failed("wrong_arithmetic")
+    values = next(t for t in result["tests"] if t["name"].startswith("values"))
+    assert values["output"].startswith("Checked: ")
+    assert "\nExpected: state + delta" in values["output"]
+    assert "Hint: return the sum" in values["output"]
+    assert "Traceback" not in json.dumps(result)
+
+
+def test_gradebook_has_the_same_grades(service, graded):
+    ids = [graded[name]["id"] for name in ("ada", "bob")]
+    service.wait_gradebook(ids)
+    rows = service.export()
+    assert float(rows["ada"]["raw_score"]) == 10 and float(rows["bob"]["raw_score"]) == 7
+    assert float(rows["bob"]["max_score"]) == 10
+    with Gradebook(f"sqlite:///{service.course / 'gradebook.db'}") as gb:
+        def auto(cell, learner):
+            return gb.find_grade(cell, ASSIGNMENT, ASSIGNMENT, learner).auto_score
+        assert auto("test_values", "bob") == 0 and auto("test_rebinding", "bob") == 0
+        assert auto("test_values", "ada") == 2 and auto("test_compiled_once", "bob") == 2
+        assert not gb.find_grade("test_values", ASSIGNMENT, ASSIGNMENT, "bob").needs_manual_grade
+    saved = service.course / "submitted" / "bob" / ASSIGNMENT
+    assert "_sub = jax.jit" in (saved / f"{ASSIGNMENT}.ipynb").read_text()
+    assert (saved / "timestamp.txt").read_text().strip().endswith("UTC")
+
+
+def test_ids_are_unguessable_and_nothing_lists_submissions(service, graded):
+    for answer in graded.values():
+        assert len(answer["id"]) >= 32
+    status, _, body = http("GET", service.url + "/api/submissions")
+    assert status == 405 and "error" in body
+    assert http("GET", service.url + "/api/submissions/" + "A" * 32)[0] == 404
+    assert http("GET", service.url + "/api/submissions/ada")[0] == 404
+
+
+def _post(service, body, content_type="application/json"):
+    return http("POST", service.url + "/api/submissions", body, content_type)
+
+
+BAD = {
+    "malformed JSON": (b'{"exercise": "update_with_donate", "learner": ', 400, "bad_json"),
+    "not an object": (b"[1, 2, 3]", 400, "bad_json"),
+    "unknown exercise": ({"exercise": "no_such_exercise", "learner": "eve",
+                          "notebook": {"cells": []}}, 400, "unknown_exercise"),
+    "missing learner": ({"exercise": ASSIGNMENT, "notebook": {"cells": []}}, 400,
+                        "missing_field"),
+    "path in learner id": ({"exercise": ASSIGNMENT, "learner": "../eve",
+                            "notebook": {"cells": []}}, 400, "bad_learner"),
+    "empty learner id": ({"exercise": ASSIGNMENT, "learner": "", "notebook": {"cells": []}},
+                         400, "bad_learner"),
+    "long learner id": ({"exercise": ASSIGNMENT, "learner": "e" * 65,
+                         "notebook": {"cells": []}}, 400, "bad_learner"),
+    "numeric learner id": ({"exercise": ASSIGNMENT, "learner": 7, "notebook": {"cells": []}},
+                           400, "bad_learner"),
+    "notebook as text": ({"exercise": ASSIGNMENT, "learner": "eve", "notebook": "{}"}, 400,
+                         "bad_notebook"),
+    "oversized": ({"exercise": ASSIGNMENT, "learner": "eve",
+                   "notebook": {"cells": [], "padding": "x" * 300_000}}, 413, "too_large"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_requests_are_refused_and_change_nothing(service, case):
+    body, want_status, want_code = BAD[case]
+    before = service.rows()
+    status, headers, answer = _post(service, body)
+    assert (status, answer["code"]) == (want_status, want_code), answer
+    assert answer["error"] and headers["Content-Type"].startswith("application/json")
+    assert service.rows() == before
+
+
+def test_wrong_content_type_is_refused(service):
+    before = service.rows()
+    body = json.dumps({"exercise": ASSIGNMENT, "learner": "eve", "notebook": {"cells": []}})
+    status, _, answer = _post(service, body.encode(), "text/plain")
+    assert (status, answer["code"]) == (415, "bad_content_type")
+    assert service.rows() == before
+
+
+def test_per_learner_rate_limit(service, course_template):
+    unattempted = notebook_with(course_template, "unattempted")  # graded without running code
+    ids = [service.submit("carol", unattempted) for _ in range(5)]
+    before = service.rows()
+    status, headers, answer = _post(service, {"exercise": ASSIGNMENT, "learner": "carol",
+                                              "notebook": unattempted})
+    assert (status, answer["code"]) == (429, "rate_limited")
+    assert int(headers["Retry-After"]) > 0
+    assert set(service.rows()) == set(before)
+    assert service.submit("dave", unattempted)  # other learners are not affected
+    for answer in service.wait_done(ids).values():
+        assert answer["result"]["score"] == 0 and "not attempted" in answer["result"]["output"]
+
+
+def test_cors_allows_the_course_site_only(service, site_port):
+    site = f"http://127.0.0.1:{site_port}"
+    for origin, allowed in ((site, True), ("http://evil.example", False)):
+        status, headers, _ = http("OPTIONS", service.url + "/api/submissions",
+                                  headers={"Origin": origin,
+                                           "Access-Control-Request-Method": "POST",
+                                           "Access-Control-Request-Headers": "content-type"})
+        assert status == 204
+        assert headers.get("Access-Control-Allow-Origin") == (origin if allowed else None)

@@ -1,0 +1,97 @@
+"""The exercise page in a real Chromium: pick the notebook, submit, read the feedback.
+
+The site is built with the same strict jupyter-book command as ``make book``
+(incremental) and served on a free port; the page talks to the test service
+through CORS, found via ``?grader=<url>``.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from urllib.parse import urlparse
+
+import pytest
+
+from tests.conftest import REPO
+from tests.service.conftest import notebook_with
+
+CHROMIUM = "/usr/bin/chromium"
+PAGE = "book/exercises/update_with_donate.html"
+
+
+@pytest.fixture(scope="module")
+def site(site_port):
+    """``_build/html`` brought up to date and served at http://127.0.0.1:<site_port>/."""
+    build = subprocess.run(
+        [str(os.path.join(os.path.dirname(sys.executable), "jupyter-book")), "build", ".",
+         "--warningiserror", "--nitpick", "--keep-going", "--builder", "html"],
+        cwd=REPO, env=dict(os.environ, JAX_PLATFORMS="cpu", MPLBACKEND="agg"),
+        capture_output=True, text=True, timeout=1200)
+    assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(site_port), "--bind",
+                             "127.0.0.1", "--directory", str(REPO / "_build" / "html")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{site_port}/"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert os.path.exists(CHROMIUM), "install Chromium: apt-get install -y chromium"
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"])
+        yield chromium
+        chromium.close()
+
+
+def test_submit_from_the_exercise_page(site, service, browser, course_template, tmp_path):
+    page = browser.new_page()
+    requests, errors, crashes = [], [], []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: crashes.append(f"{exc}\n{exc.stack}"))
+    page.goto(f"{site}{PAGE}?grader={service.url}")
+
+    for sample, score in (("reference", "10 / 10"), ("wrong_arithmetic", "7 / 10")):
+        path = tmp_path / f"{sample}.ipynb"
+        path.write_text(json.dumps(notebook_with(course_template, sample)))
+        page.fill("#grader-learner", "web-learner")
+        page.set_input_files("#grader-file", str(path))
+        page.click("#grader-submit")
+        page.wait_for_function(  # graded, or refused: either ends the wait
+            "() => /^(Graded|Not graded)/.test(document.querySelector('#grader-status')"
+            ".textContent)", timeout=300_000)
+        assert page.inner_text("#grader-status").startswith("Graded."), \
+            page.inner_text("#grader-status")
+        assert page.inner_text(".grader-score").startswith(f"Score: {score}")
+
+    feedback = page.inner_text("#grader-feedback")
+    assert "\u2717 values: the result equals state + delta (0 / 2)" in feedback
+    assert "Checked: update_with_donate(state, delta)" in feedback
+    assert "\u2713 state is donated (1 / 1)" in feedback
+    assert not [c for c in crashes if "grader.js" in c], crashes  # the theme's are not ours
+    # (the theme logs unrelated console errors; a CORS refusal would show here)
+    assert not [e for e in errors if "CORS" in e or "Access-Control" in e], errors
+    hosts = {urlparse(u).hostname for u in requests if not u.startswith(("data:", "blob:"))}
+    assert hosts == {"127.0.0.1"}, hosts  # the page loads nothing from elsewhere
+
+    # The service's own words reach the page when it refuses a submission.
+    bad = tmp_path / "not_a_notebook.ipynb"
+    bad.write_text('{"cells": "none"}')
+    page.set_input_files("#grader-file", str(bad))
+    page.click("#grader-submit")
+    page.wait_for_selector("#grader-status:has-text('Not graded: notebook must be')",
+                           timeout=60_000)
+    page.close()
