@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 HOST   ?= 127.0.0.1
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
-ASSIGNMENTS := update_with_donate
+ASSIGNMENTS := update_with_donate donation_report fix_training_loop
 
 .PHONY: venv release book serve test clean
 venv: $(VENV)/.installed

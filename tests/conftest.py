@@ -28,9 +28,12 @@ def nbgrader(course, *args):
 
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory):
-    """A private copy of ``exercises/`` after ``nbgrader generate_assignment``."""
+    """A private copy of ``exercises/`` after ``nbgrader generate_assignment`` of each exercise."""
+    from autograder.submission import EXERCISES
+
     course = tmp_path_factory.mktemp("course")
     shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)
     shutil.copytree(REPO / "exercises" / "source", course / "source")
-    nbgrader(course, "generate_assignment", "update_with_donate")
+    for assignment in EXERCISES:
+        nbgrader(course, "generate_assignment", assignment)
     return course

@@ -1,34 +1,51 @@
-"""Build submissions from sample answer cells, as learners hand them in."""
+"""Build submissions from sample answer cells, as learners hand them in.
+
+Samples of the first exercise live in ``samples/``; those of every other
+exercise in ``samples/<exercise>/``, each folder with its own expected.json.
+Every function takes the assignment, defaulting to the first exercise.
+"""
 import json
 from pathlib import Path
 
 SAMPLES = Path(__file__).resolve().parent / "samples"
-EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
-EXPECTED.pop("_comment")
 ASSIGNMENT = "update_with_donate"
 
 
-def released_notebook(course):
-    path = course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+def samples_dir(assignment=ASSIGNMENT):
+    return SAMPLES if assignment == ASSIGNMENT else SAMPLES / assignment
+
+
+def expected(assignment=ASSIGNMENT):
+    """``{sample name: expected outcome}`` from the assignment's expected.json."""
+    data = json.loads((samples_dir(assignment) / "expected.json").read_text())
+    data.pop("_comment")
+    return data
+
+
+EXPECTED = expected()
+
+
+def released_notebook(course, assignment=ASSIGNMENT):
+    path = course / "release" / assignment / f"{assignment}.ipynb"
     return json.loads(path.read_text())
 
 
-def with_answer(notebook, source):
+def with_answer(notebook, source, assignment=ASSIGNMENT):
     """A copy of ``notebook`` whose answer cell holds ``source``."""
     nb = json.loads(json.dumps(notebook))
     for cell in nb["cells"]:
-        if cell["metadata"].get("nbgrader", {}).get("grade_id") == ASSIGNMENT:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == assignment:
             cell["source"] = source
     return nb
 
 
-def submitted_tree(course, root, names=None):
-    """Write ``root/<name>/update_with_donate/update_with_donate.ipynb`` per sample."""
-    release = released_notebook(course)
-    for name in names or EXPECTED:
+def submitted_tree(course, root, names=None, assignment=ASSIGNMENT):
+    """Write ``root/<name>/<assignment>/<assignment>.ipynb`` per sample."""
+    release = released_notebook(course, assignment)
+    for name in names or expected(assignment):
         nb = release if name == "unattempted" else with_answer(
-            release, (SAMPLES / f"{name}.py").read_text())
-        target = root / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+            release, (samples_dir(assignment) / f"{name}.py").read_text(), assignment)
+        target = root / name / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(nb, indent=1))
     return root

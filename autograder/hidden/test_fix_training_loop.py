@@ -1,0 +1,189 @@
+"""Hidden tests for ``fix_training_loop`` (10 points).
+
+Each test reads the probe observations (``obs``, see
+:mod:`autograder.probes.fix_training_loop`) and compares them with a reference
+run computed here, in the grader's process, from the same seed: the same
+model, loss, optimizer and batches, one step per batch. Facts checked come
+from the task statement: the train state (params and optimizer state) is
+donated, every byte of it is aliased, the batch is not donated, and the
+metrics hold copies that outlive any later donation.
+"""
+import functools
+
+import numpy as np
+
+from autograder.feedback import fail, graded
+from autograder.probes.common import decode_array, quiet
+from autograder.probes.fix_training_loop import (
+    METRIC_KEYS, PARAM_NAMES, STEPS, loss_fn, make_inputs, make_optimizer)
+
+TRAIN = f"train(params, batches, loss_fn, optimizer) on a tiny MLP with Adam, {STEPS} batches"
+STEP = "one call of make_train_step(loss_fn, optimizer) on (params, opt_state) and the first batch"
+DELETED_HINT = ("an array given to a donating step is deleted afterwards, under every name: "
+                "keep jnp.copy(...) copies for anything you read later, and do not donate the batch")
+
+
+@functools.lru_cache(maxsize=4)
+def reference(seed):
+    """The run a correct answer reproduces, as NumPy values."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    params, batches = make_inputs(seed)
+    optimizer = make_optimizer()
+
+    @jax.jit
+    def step(state, batch):
+        p, opt_state = state
+        loss, grads = jax.value_and_grad(loss_fn)(p, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, p)
+        return (optax.apply_updates(p, updates), opt_state), loss
+
+    with quiet():
+        state = (jax.tree.map(jnp.asarray, params), optimizer.init(params))
+        losses, first = [], None
+        for batch in batches:
+            state, loss = step(state, batch)
+            losses.append(float(loss))
+            first = first or (jax.tree.map(np.asarray, state[0]), float(loss))
+        final = jax.tree.map(np.asarray, state[0])
+        return {"start": params, "losses": np.asarray(losses, np.float32), "final": final,
+                "final_loss": float(loss_fn(state[0], batches[-1])),
+                "max_change": max(float(np.max(np.abs(final[k] - params[k]))) for k in params),
+                "first_params": first[0], "first_loss": first[1]}
+
+
+def _close(got, want):
+    got = decode_array(got) if isinstance(got, str) else got
+    if got is None:
+        return False
+    got, want = np.asarray(got), np.asarray(want)
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-4, atol=1e-5))
+
+
+def _show(encoded):
+    value = decode_array(encoded) if isinstance(encoded, str) else None
+    if value is None or value.size == 0:
+        return "no readable number"
+    return f"{float(value.ravel()[0]):.5f}"
+
+
+def _params_differ(encoded, want):
+    """Names of the params that differ from ``want`` (all of them if unreadable)."""
+    if encoded is None:
+        return list(PARAM_NAMES)
+    return [k for k in PARAM_NAMES if not _close(encoded[k], want[k])]
+
+
+def _train(obs):
+    record = obs["train"]
+    for key, when in (("error", "while training"), ("read_error", "while the grader read the returned metrics")):
+        if record.get(key):
+            deleted = "deleted" in record[key].lower()
+            fail(TRAIN, "it runs to the end and returns (params, metrics)",
+                 f"it raised {record[key]} {when}", DELETED_HINT if deleted else None)
+    return record
+
+
+@graded(2, "train runs without reading a deleted buffer")
+def test_runs_without_deleted_reads(obs):
+    _train(obs)
+
+
+@graded(2, "losses equal a reference run")
+def test_losses(obs, seed):
+    record, ref = _train(obs), reference(seed)
+    if not _close(record["losses"], ref["losses"]):
+        got = decode_array(record["losses"])
+        fail(f"metrics['losses'] after {TRAIN}",
+             f"{STEPS} losses, one per step, equal to a reference run "
+             f"(first {ref['losses'][0]:.4f}, last {ref['losses'][-1]:.4f})",
+             "no list of losses" if got is None else
+             f"{got.size} values: {', '.join(f'{v:.4f}' for v in got.ravel()[:STEPS])}",
+             "append the loss each step returns, in order; start from optimizer.init(params)")
+
+
+@graded(1, "final params, final_loss and max_change")
+def test_final_results(obs, seed):
+    record, ref = _train(obs), reference(seed)
+    wrong = _params_differ(record["final_params"], ref["final"])
+    if wrong:
+        fail(f"the params returned by {TRAIN}", "the params after the last step, a dict with "
+             f"keys {', '.join(PARAM_NAMES)}", f"different values for {', '.join(wrong)}")
+    for key in ("final_loss", "max_change"):
+        if not _close(record[key], ref[key]):
+            fail(f"metrics['{key}'] after {TRAIN}", f"{ref[key]:.5f}", _show(record[key]),
+                 "final_loss is loss_fn(final params, last batch); max_change the largest "
+                 "absolute change of any parameter entry between start and end")
+
+
+@graded(1, "metrics hold independent copies; the caller's params survive")
+def test_metric_copies(obs, seed):
+    record, ref = _train(obs), reference(seed)
+    if record["metric_keys"] != sorted(METRIC_KEYS):
+        fail(f"the metrics dict returned by {TRAIN}", f"exactly the keys {', '.join(METRIC_KEYS)}",
+             "not a dict" if record["metric_keys"] is None else
+             f"the keys {', '.join(record['metric_keys'])}")
+    wrong = _params_differ(record["start_params"], ref["start"])
+    if wrong:
+        fail(f"metrics['start_params'] after {TRAIN}", "the params train was given",
+             f"different values for {', '.join(wrong)}")
+    if record["caller_params_deleted"]:
+        fail(f"the caller's params after {TRAIN}", "still readable",
+             "deleted: train donated the caller's arrays",
+             "donate a copy of the params, not the arrays you were given")
+    if not record["start_survives_caller_donation"]:
+        fail("metrics['start_params'] after the caller donates its own params to another step",
+             "still readable (an independent copy)", "deleted: they share the caller's buffers",
+             "store jnp.copy(...) of each leaf, not the leaf itself")
+
+
+@graded(2, "the whole train state is donated and aliased")
+def test_train_state_donated(obs):
+    record = obs["step"]
+    if not record["jitted"]:
+        fail("what make_train_step returns", "the function made by jax.jit(...)",
+             "a function with no .lower method" if record["error"] is None else
+             f"nothing: it raised {record['error']}",
+             "return jax.jit(step, donate_argnums=0) itself, not a wrapper around it")
+    flags = record.get("state_donated") or []
+    if not flags or not all(flags):
+        fail(f"the donation flags of the train state in {STEP}",
+             "every leaf of (params, opt_state) donated",
+             f"{sum(flags)} of {len(flags)} leaves donated", "pass donate_argnums=0 to jax.jit")
+    if record["alias_bytes"] != record["state_bytes"]:
+        fail(f"memory_analysis().alias_size_in_bytes of the compiled step in {STEP}",
+             f"{record['state_bytes']} (every byte of params and opt_state)",
+             f"{record['alias_bytes']}",
+             "return the new state with the same structure, shapes and dtypes as the old one")
+    if record["error"] is not None:
+        fail(STEP, "a new state and a loss", f"it raised {record['error']}")
+    if not all(record["state_deleted"]):
+        fail(f"the old train state after {STEP}", "every leaf deleted (donated and reused)",
+             f"{record['state_deleted'].count(False)} leaves still alive")
+
+
+@graded(1, "the batch is kept, not donated")
+def test_batch_kept(obs):
+    record = obs["step"]
+    if record["error"] is not None:
+        fail(STEP, "a new state and a loss", f"it raised {record['error']}")
+    if any(record.get("batch_donated") or []) or record["batch_deleted"]:
+        fail(f"the batch after {STEP}", "still readable: the batch is not donated",
+             "the batch was donated" + (" and deleted" if record["batch_deleted"] else ""),
+             "donate argument 0 (the train state) only")
+
+
+@graded(1, "one step gives the reference loss and params")
+def test_step_values(obs, seed):
+    record, ref = obs["step"], reference(seed)
+    if record["error"] is not None:
+        fail(STEP, "a new state and a loss", f"it raised {record['error']}")
+    if not _close(record["loss"], ref["first_loss"]):
+        fail(f"the loss returned by {STEP}", f"{ref['first_loss']:.5f}", _show(record["loss"]),
+             "return (new_train_state, loss), the loss of the params before the update")
+    wrong = _params_differ(record["new_params"], ref["first_params"])
+    if wrong:
+        fail(f"the new params returned by {STEP}", "one Adam update of every parameter",
+             f"different values for {', '.join(wrong)}")

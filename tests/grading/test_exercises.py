@@ -1,0 +1,151 @@
+"""The exercises after the first: release, samples graded by both graders.
+
+For each exercise in :data:`NEW`, the sample answer cells in
+``samples/<exercise>/`` are put into the released notebook and handed in as an
+nbgrader ``submitted/`` tree in a private copy of the released course. The tree
+is graded once by ``python -m autograder`` and once by ``nbgrader autograde``;
+both must give each sample its expected total (``samples/<exercise>/expected.json``).
+"""
+import json
+import shutil
+import warnings
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.grade import hidden_tests
+from tests.conftest import REPO, nbgrader
+from tests.grading.helpers import expected, released_notebook, samples_dir, submitted_tree
+from tests.grading.test_samples import results, run_autograder
+
+NEW = ("donation_report", "fix_training_loop")
+SOLUTION_MARKERS = {"donation_report": "ALIAS_ENTRY",
+                    "fix_training_loop": "start = jax.tree.map(jnp.copy"}
+SAMPLE_CASES = [(a, name) for a in NEW for name in sorted(expected(a))]
+
+
+@pytest.fixture(scope="module")
+def graded(released_course, tmp_path_factory):
+    """``graded(assignment) -> (course, out_dir, process)``, graded once per module."""
+    done = {}
+
+    def grade(assignment):
+        if assignment not in done:
+            course = tmp_path_factory.mktemp(f"course_{assignment}")
+            shutil.copytree(released_course, course, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
+                "submitted", "autograded", "feedback"))
+            submitted_tree(course, course / "submitted", assignment=assignment)
+            out = tmp_path_factory.mktemp(f"grades_{assignment}")
+            proc = run_autograder(course / "submitted", "--out", out, "--timeout", "60")
+            done[assignment] = course, out, proc
+        return done[assignment]
+
+    return grade
+
+
+def _cells(nb):
+    return [c for c in nb["cells"] if "nbgrader" in c["metadata"]]
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_release_has_stub_and_no_hidden_tests(released_course, assignment):
+    text = json.dumps(released_notebook(released_course, assignment))
+    assert "raise NotImplementedError()" in text
+    for secret in ("BEGIN SOLUTION", SOLUTION_MARKERS[assignment], "BEGIN HIDDEN",
+                   "nbgrader_bridge", "check("):
+        assert secret not in text
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_one_answer_cell_and_a_self_check(released_course, assignment):
+    cells = _cells(released_notebook(released_course, assignment))
+    answers = [c for c in cells if c["metadata"]["nbgrader"]["solution"]]
+    assert [c["metadata"]["nbgrader"]["grade_id"] for c in answers] == [assignment]
+    assert any(c["metadata"]["nbgrader"]["grade_id"] == "self_check" for c in cells)
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_graded_cells_match_hidden_tests(assignment):
+    source = REPO / "exercises" / "source" / assignment / f"{assignment}.ipynb"
+    graded_cells = [(c["metadata"]["nbgrader"]["grade_id"], c["metadata"]["nbgrader"]["points"])
+                    for c in _cells(json.loads(source.read_text()))
+                    if c["metadata"]["nbgrader"]["grade"]]
+    assert graded_cells == [(name, points) for name, _, points in hidden_tests(assignment)]
+    assert sum(points for _, points in graded_cells) == 10
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_command_reports_every_submission_and_exits_0(graded, assignment):
+    _, _, proc = graded(assignment)
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(line.split(":")[0] for line in proc.stdout.strip().splitlines())
+    assert names == sorted(expected(assignment))
+
+
+@pytest.mark.parametrize("assignment,name", SAMPLE_CASES)
+def test_sample_gets_expected_grade(graded, assignment, name):
+    _, out, _ = graded(assignment)
+    want, got = expected(assignment)[name], results(out, name)
+    titles = {title: test for test, title, _ in hidden_tests(assignment)}
+    assert got["score"] == want["score"], got
+    assert got["max_score"] == 10
+    failed = {titles[t["name"]] for t in got["tests"] if t["status"] == "failed"}
+    assert failed == (set(titles.values()) if want["failed"] == "all" else set(want["failed"]))
+    if "output" in want:
+        assert want["output"] in got["output"]
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_feedback_says_what_was_checked_and_hides_test_source(graded, assignment):
+    _, out, _ = graded(assignment)
+    source = (REPO / "autograder" / "hidden" / f"test_{assignment}.py").read_text()
+    secret_lines = [line.strip() for line in source.splitlines()
+                    if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
+    for name, want in expected(assignment).items():
+        for test in results(out, name)["tests"]:
+            if test["status"] == "failed" and want["failed"] != "all":
+                assert test["output"].startswith("Checked: "), test["output"]
+                assert "\nExpected: " in test["output"] and "\nGot: " in test["output"]
+            assert not any(line in test["output"] for line in secret_lines)
+            assert "Traceback" not in test["output"]
+            assert "could not complete" not in test["output"], (name, test["output"])
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_plain_python_reference_gets_full_marks(assignment, tmp_path):
+    proc = run_autograder(samples_dir(assignment) / "reference.py", "--exercise", assignment,
+                          "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert results(tmp_path, "reference")["score"] == 10
+
+
+@pytest.mark.parametrize("assignment", NEW)
+def test_nbgrader_autograde_agrees_on_every_total(graded, assignment):
+    course, _, _ = graded(assignment)
+    nbgrader(course, "autograde", assignment, "--create")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        totals = {name: gb.find_submission(assignment, name).score for name in expected(assignment)}
+    assert totals == {name: float(e["score"]) for name, e in expected(assignment).items()}
+
+
+def test_alias_facts_the_donation_report_tests_rely_on():
+    """On the pinned JAX: the per-leaf outcomes the task and the samples describe."""
+    import jax
+
+    from autograder.hidden.test_donation_report import truth
+    from autograder.probes.donation_report import CASES, make_case
+
+    flags = {name: [leaf["aliased"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
+    assert flags == {"nested": [True] * 3, "dataclass": [True] * 3, "width": [True, False],
+                     "shape": [False, True], "unchanged": [True, True],
+                     "not_returned": [True, False, True], "scalars": [True] * 3, "empty": []}
+    for name in CASES:
+        right = truth(name, 1)
+        assert right["aliased_bytes"] == sum(e["nbytes"] for e in right["leaves"] if e["aliased"])
+    # The int32[] counter that comes back as float32[] keeps its alias: same element
+    # count, same width. A float16 result for a float32 leaf lands in buffer_donor.
+    fn, state, args = make_case("width", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        header = jax.jit(fn, donate_argnums=0).lower(state, *args).compile().as_text().splitlines()[0]
+    assert "buffer_donor={ (1, {}) }" in header
