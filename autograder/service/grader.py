@@ -1,21 +1,21 @@
 """Grade queued submissions in worker threads, then mirror them to the gradebook.
 
-Each worker owns one sandbox slot (uid ``61000 + slot`` when root), so two
-learners' code never share a uid. Steps 1-2 of :mod:`autograder.pipeline` run
+Each worker owns one sandbox slot; :func:`autograder.sandbox.lease_uid` turns
+it into a uid no other grader on the machine holds (and kills what a crashed
+grader left on it), so two learners' code never share a uid. Steps 1-2 of :mod:`autograder.pipeline` run
 in the worker; step 3 (pytest, not thread-safe) runs under one lock shared by
 all workers; the result is committed to the :class:`~autograder.service.store.Store`
 in the same statement that marks the row done. One more thread mirrors done
 results into nbgrader's gradebook, retrying until it succeeds.
 """
 import logging
-import os
 import tempfile
 import threading
 import time
 import traceback
 from pathlib import Path
 
-from autograder import grade, pipeline, results, sandbox, submission
+from autograder import grade, pipeline, results, submission
 
 log = logging.getLogger("autograder.service")
 
@@ -54,7 +54,6 @@ class Workers:
         self.threads = []
 
     def start(self):
-        self.kill_sandboxes()  # leftovers of a killed predecessor on our uids
         requeued = self.store.requeue_running()
         if requeued:
             log.warning("requeued %d grading(s) interrupted by the last shutdown", requeued)
@@ -77,12 +76,6 @@ class Workers:
         with self.work:
             self.work.notify_all()
         self.sync_wanted.set()
-        self.kill_sandboxes()
-
-    def kill_sandboxes(self):
-        if os.geteuid() == 0:
-            for slot in self.slots:
-                sandbox.kill_uid(sandbox.SANDBOX_UID_BASE + slot)
 
     def _grade_loop(self, slot):
         while not self.stopping.is_set():
