@@ -1,25 +1,43 @@
-"""Step 3 of grading: judge the observations with the hidden pytest tests.
+"""Step 3 of grading: judge the observations with the hidden tests.
 
-Runs in the grader's process, never in the learner's. pytest collects
-``hidden/test_<exercise>.py`` and a small plugin hands each test the
-observations; outcomes become Gradescope test entries. A failing test shows
-only its :class:`~autograder.feedback.GradeFailure` message.
+Runs in the grader's process, never in the learner's. The hidden tests
+(``hidden/test_<exercise>.py``) are pytest tests taking the fixtures ``obs``
+and ``seed``; here each is called directly, in file order, exactly as the
+nbgrader bridge calls them, so both graders judge with the same code (and a
+class is not charged a pytest session per submission). To run them under
+pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": ...}``
+(see ``hidden/conftest.py``). A failing test shows only its
+:class:`~autograder.feedback.GradeFailure` message, never its source.
 """
 import importlib
-from pathlib import Path
-
-import pytest
+import inspect
 
 from autograder.feedback import GradeFailure
 
-HIDDEN = Path(__file__).resolve().parent / "hidden"
+
+def hidden_module(exercise):
+    return importlib.import_module(f"autograder.hidden.test_{exercise}")
 
 
 def hidden_tests(exercise):
     """``[(function name, title, points)]`` of an exercise's hidden tests, in order."""
-    module = importlib.import_module(f"autograder.hidden.test_{exercise}")
+    module = hidden_module(exercise)
     return [(name, fn.title, fn.points) for name, fn in vars(module).items()
             if name.startswith("test_") and hasattr(fn, "points")]
+
+
+def run_test(exercise, name, obs, seed):
+    """Run one hidden test; return None if it passed, else the learner's message."""
+    test = getattr(hidden_module(exercise), name)
+    fixtures = {"obs": obs, "seed": seed}
+    try:
+        test(**{k: v for k, v in fixtures.items() if k in inspect.signature(test).parameters})
+    except GradeFailure as exc:
+        return str(exc)
+    except Exception as exc:  # malformed observations or a grader bug: never show source
+        return (f"The grader could not complete this check ({type(exc).__name__}); "
+                "please tell your instructor.")
+    return None
 
 
 def entry(title, points, score, output, status=None):
@@ -34,50 +52,11 @@ def all_failed(exercise, message):
     return [entry(title, points, 0, message) for _, title, points in hidden_tests(exercise)]
 
 
-class _Observations:
-    """pytest plugin: provides ``obs``/``seed`` fixtures and records outcomes."""
-
-    def __init__(self, obs, seed):
-        self._obs, self._seed, self.outcomes = obs, seed, {}
-
-    @pytest.fixture
-    def obs(self):
-        return self._obs
-
-    @pytest.fixture
-    def seed(self):
-        return self._seed
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item, call):
-        report = (yield).get_result()
-        if call.when == "call" or report.failed:
-            self.outcomes[item.name] = _message(call)
-
-
-def _message(call):
-    if call.excinfo is None:
-        return None
-    exc = call.excinfo.value
-    if isinstance(exc, GradeFailure):
-        return str(exc)
-    # A bug in a hidden test or an unexpected observation: never show source.
-    return f"The grader could not complete this check ({type(exc).__name__}); please tell your instructor."
-
-
 def judge(exercise, obs, seed):
     """Run the exercise's hidden tests on ``obs``; return Gradescope test entries."""
-    plugin = _Observations(obs, seed)
-    args = [str(HIDDEN / f"test_{exercise}.py"), "-p", "no:terminal",
-            "-p", "no:cacheprovider", "--assert=plain", "-W", "ignore",
-            f"--rootdir={HIDDEN}", "-o", "addopts=", "-s"]
-    pytest.main(args, plugins=[plugin])
     tests = []
     for name, title, points in hidden_tests(exercise):
-        if name not in plugin.outcomes:
-            tests.append(entry(title, points, 0, "This check did not run."))
-            continue
-        message = plugin.outcomes[name]
-        tests.append(entry(title, points, points if message is None else 0,
+        message = run_test(exercise, name, obs, seed)
+        tests.append(entry(title, points, 0 if message else points,
                            message or f"Passed: {title}."))
     return tests

@@ -242,17 +242,18 @@ def _exit_code(pid):
 
 
 def _kill_all(pid, uid):
+    """Kill the learner's process group, reap the learner, then its whole uid."""
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
-            target()
+            target()  # safe: the unreaped learner keeps its pid and group reserved
         except (ProcessLookupError, PermissionError):
             pass
-    if uid is not None:
-        kill_uid(uid)
     try:
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
+    if uid is not None:
+        kill_uid(uid)
 
 
 def kill_uid(uid):

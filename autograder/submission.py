@@ -5,12 +5,14 @@ nbgrader ``submitted/<student>/<assignment>/`` tree) or a plain ``.py`` file.
 Loading never runs learner code and never raises on bad input: problems are
 returned as plain-words messages on the :class:`Submission`.
 """
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
-from nbgrader.utils import compute_checksum, is_grade, is_solution
+from autograder import notebook
+from autograder.notebook import checksum as compute_checksum
+from autograder.notebook import is_grade, is_solution
 
 SOURCE = Path(__file__).resolve().parent.parent / "exercises" / "source"
 EXERCISES = ("update_with_donate", "donation_report", "fix_training_loop")
@@ -106,18 +108,18 @@ def _read_notebook(sub, text):
         sub.unreadable = "notebook could not be read: the file is JSON but not a Jupyter notebook"
         return
     try:
-        nb = nbformat.reads(text, as_version=4)
-    except Exception as exc:  # nbformat raises many types for malformed notebooks
+        nb_cells = notebook.cells(raw)
+    except Exception as exc:  # nbformat's converter raises many types for malformed notebooks
         sub.unreadable = f"notebook could not be read: {str(exc).splitlines()[0][:200]}"
         return
-    sub.cells, answers = _code_cells(sub, nb)
+    sub.cells, answers = _code_cells(sub, nb_cells)
     if not sub.cells:
         sub.unreadable = "; ".join(["the notebook has no code cells to run"] + sub.notes)
     elif answers and all(_unchanged(c) for c in answers):
         sub.attempted = False
 
 
-def _code_cells(sub, nb):
+def _code_cells(sub, nb_cells):
     """The cells to run, with read-only cells taken from the instructor's copy.
 
     nbgrader restores locked cells before autograding (its OverwriteCells
@@ -125,7 +127,7 @@ def _code_cells(sub, nb):
     """
     locked = instructor_cells(sub.exercise)
     code, answers, seen, edited, after_answer = [], [], set(), [], False
-    for index, cell in enumerate(nb.get("cells", []), start=1):
+    for index, cell in enumerate(nb_cells, start=1):
         grade_id = _meta(cell).get("grade_id")
         if grade_id in locked:
             seen.add(grade_id)
@@ -134,43 +136,44 @@ def _code_cells(sub, nb):
                 edited.append(grade_id)
             # Read-only code before the answer is set-up the answer may need;
             # after it come self-checks and submit cells, which grading skips.
-            if original.cell_type == "code" and not _is_test_cell(original) and not after_answer:
-                code.append(Cell(label=f"read-only cell {index}", source=original.source))
+            if original["cell_type"] == "code" and not _is_test_cell(original) and not after_answer:
+                code.append(Cell(label=f"read-only cell {index}", source=original["source"]))
             continue
         if _meta(cell).get("solution"):
             after_answer = True  # even if the answer cell was turned into markdown
-        if cell.get("cell_type") != "code" or not isinstance(cell.get("source"), str):
+        if cell["cell_type"] != "code":
             continue
         if _is_test_cell(cell):
             continue  # graded cells belong to the instructor; the grader runs its own tests
         label = "the answer cell" if _is_solution(cell) else f"cell {index}"
-        code.append(Cell(label=label, source=cell.source))
+        code.append(Cell(label=label, source=cell["source"]))
         if _is_solution(cell):
             answers.append(cell)
-    deleted = sorted(set(locked) - seen) if any(_meta(c) for c in nb.get("cells", [])) else []
+    deleted = sorted(set(locked) - seen) if any(_meta(c) for c in nb_cells) else []
     for cells, what in ((edited, "edited"), (deleted, "deleted")):
         if cells:
             sub.notes.append(f"read-only cells were {what} ({', '.join(cells)}); "
                              "grading used the instructor's copy")
-    if not code and any(_meta(c).get("solution") for c in nb.get("cells", [])):
+    if not code and any(_meta(c).get("solution") for c in nb_cells):
         sub.notes.append("the answer cell is not a code cell (was it changed to Markdown?)")
     return code, answers
 
 
+@functools.lru_cache(maxsize=None)
 def instructor_cells(exercise):
     """Locked cells of the instructor's source notebook, by nbgrader grade_id."""
     path = SOURCE / exercise / f"{exercise}.ipynb"
     try:
-        nb = nbformat.read(str(path), as_version=4)
+        nb_cells = notebook.cells(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError):
         return {}
-    return {_meta(c)["grade_id"]: c for c in nb.cells
+    return {_meta(c)["grade_id"]: c for c in nb_cells
             if _meta(c).get("locked") and not _meta(c).get("solution")}
 
 
 def _edited(cell, original):
     """True when a read-only cell differs from what was released."""
-    if cell.get("cell_type") != original.cell_type:
+    if cell["cell_type"] != original["cell_type"]:
         return True
     checksum = _meta(cell).get("checksum")
     if checksum:
@@ -180,13 +183,10 @@ def _edited(cell, original):
             return True
     if _is_test_cell(original):
         return False  # no checksum to compare: hidden parts differ by design
-    return cell.get("source") != original.source
+    return cell["source"] != original["source"]
 
 
-def _meta(cell):
-    meta = cell.get("metadata") if isinstance(cell, dict) else None
-    meta = meta.get("nbgrader") if isinstance(meta, dict) else None
-    return meta if isinstance(meta, dict) else {}
+_meta = notebook.nbgrader_meta
 
 
 def _is_solution(cell):
@@ -205,4 +205,4 @@ def _unchanged(cell):
             return compute_checksum(cell) == checksum
         except Exception:
             return False
-    return "raise NotImplementedError()" in cell.source and "YOUR CODE HERE" in cell.source
+    return "raise NotImplementedError()" in cell["source"] and "YOUR CODE HERE" in cell["source"]
