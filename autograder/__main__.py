@@ -12,7 +12,9 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from autograder import pipeline, results, sandbox, submission
+from tqdm import tqdm
+
+from autograder import pipeline, results, sandbox, submission, zygote
 
 
 def parse(argv):
@@ -28,6 +30,7 @@ def parse(argv):
 
 
 def main(argv=None):
+    zygote.shared().launch()  # imports JAX while we read the submissions
     args = parse(argv)
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     os.makedirs(args.out, exist_ok=True)
@@ -63,17 +66,20 @@ def _grade_all(todo, limits, args, hide):
         finally:
             slots.put(slot)
 
-    failures, start = 0, time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    failures = 0
+    # tqdm shows count, rate and time left on a terminal, and stays silent otherwise.
+    bar = tqdm(total=len(todo), unit="submission", disable=None, file=sys.stderr,
+               bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}]")
+    with bar, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(execute, sub, digest): (sub, digest) for sub, digest in todo}
-        for count, future in enumerate(as_completed(futures), start=1):
+        for future in as_completed(futures):
             sub, digest = futures[future]
-            failures += _finish(sub, digest, future, args.out, time.monotonic() - start)
-            _progress(count, len(todo), start)
+            failures += _finish(sub, digest, future, args.out, bar)
+            bar.update()
     return failures
 
 
-def _finish(sub, digest, future, out_dir, elapsed):
+def _finish(sub, digest, future, out_dir, bar):
     t0 = time.monotonic()
     try:
         outcome = future.result()
@@ -88,19 +94,10 @@ def _finish(sub, digest, future, out_dir, elapsed):
     except OSError as exc:
         print(f"{sub.name}: could not write results ({exc})", file=sys.stderr)
         return 1
-    print(f"{sub.name}: {data['score']:g}/{data['max_score']:g} {status} ({seconds:.1f} s)"
-          + ("" if status == "graded" else f" - {output.splitlines()[0]}"), flush=True)
+    bar.write(f"{sub.name}: {data['score']:g}/{data['max_score']:g} {status} ({seconds:.1f} s)"
+              + ("" if status == "graded" else f" - {output.splitlines()[0]}"), file=sys.stdout)
+    sys.stdout.flush()
     return 0
-
-
-def _progress(count, total, start):
-    if not sys.stderr.isatty() or total < 2:
-        return
-    elapsed = time.monotonic() - start
-    rate = count / elapsed if elapsed else 0.0
-    left = (total - count) / rate if rate else 0.0
-    print(f"\r[{count}/{total}] {rate:.1f}/s, {left:.0f} s left ", end="", file=sys.stderr,
-          flush=True)
 
 
 if __name__ == "__main__":

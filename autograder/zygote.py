@@ -66,12 +66,14 @@ class Zygote:
     """Grader-side handle on a zygote process (started on first use)."""
 
     def __init__(self):
-        self.proc, self.path, self.lock = None, None, threading.Lock()
+        self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
 
-    def start(self):
+    def launch(self):
+        """Start the zygote without waiting for it (it imports JAX meanwhile)."""
         with self.lock:
             if self.proc and self.proc.poll() is None:
                 return
+            self.ready = False
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
             paths = [PACKAGE_PARENT] + [p for p in sys.path if p.endswith("site-packages")]
@@ -80,8 +82,15 @@ class Zygote:
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)
-            if self.proc.stdout.readline().strip() != "ready":
-                raise RuntimeError("the sandbox zygote did not start")
+
+    def start(self):
+        """Launch if needed, then wait until the zygote listens."""
+        self.launch()
+        with self.lock:
+            if not self.ready:
+                if self.proc.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the sandbox zygote did not start")
+                self.ready = True
 
     def run(self, request, limits, uid):
         """Send one request; block until its :class:`~autograder.sandbox.Outcome`."""
