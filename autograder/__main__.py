@@ -30,13 +30,15 @@ def parse(argv):
 
 
 def main(argv=None):
-    zygote.shared().launch()  # imports JAX while we read the submissions
     args = parse(argv)
+    found = submission.find(args.paths)
+    exercises = {args.exercise or submission.exercise_for(p, a) for _, p, a in found}
+    zygote.shared().launch(sorted(exercises))  # imports JAX while we read the submissions
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     os.makedirs(args.out, exist_ok=True)
     sandbox.protect(args.out)
     subs = [submission.load(name, path, assignment, args.exercise)
-            for name, path, assignment in submission.find(args.paths)]
+            for name, path, assignment in found]
     if not subs:
         print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)
         return 2

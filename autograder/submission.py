@@ -69,7 +69,7 @@ def find(paths):
 def load(name, path, assignment=None, exercise=None):
     """Read one submission; see :class:`Submission`. Never raises on bad input."""
     path = Path(path)
-    exercise = exercise or _exercise_for(path, assignment)
+    exercise = exercise or exercise_for(path, assignment)
     sub = Submission(name=name, path=path, exercise=exercise)
     try:
         raw = path.read_bytes()
@@ -91,7 +91,7 @@ def load(name, path, assignment=None, exercise=None):
     return sub
 
 
-def _exercise_for(path, assignment):
+def exercise_for(path, assignment):
     for candidate in (assignment, path.stem, path.parent.name):
         if candidate in EXERCISES:
             return candidate

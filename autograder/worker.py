@@ -63,17 +63,23 @@ def run_cells(cells, ns, memory_mib=None):
     return errors
 
 
-def preload():
-    """Import what every submission needs, without starting a JAX backend.
+def preload(exercises=()):
+    """Import what submissions need, without starting a JAX backend.
 
     Safe before ``fork()``: importing JAX creates no threads or devices; the
-    CPU client starts in each learner process on first use.
+    CPU client starts in each learner process on first use. Each exercise's
+    probe module may list heavier imports its learners use in ``PRELOAD``.
     """
     import jax  # noqa: F401
     import jax.numpy  # noqa: F401
     import jax.monitoring  # noqa: F401
 
     import autograder.probes.common  # noqa: F401
+
+    for exercise in exercises:
+        probe = importlib.import_module(f"autograder.probes.{exercise}")
+        for name in getattr(probe, "PRELOAD", ()):
+            importlib.import_module(name)
 
 
 def serve(request, reply_fd):

@@ -45,11 +45,11 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
             os._exit(0)
 
 
-def main(path):
+def main(path, exercises=()):
     """Zygote entry point: preload, listen on ``path``, say ready, serve forever."""
     from autograder import worker
 
-    worker.preload()
+    worker.preload(exercises)
     server = _Server(path, _Handler)
     print("ready", flush=True)
     server.serve_forever(poll_interval=0.05)
@@ -68,8 +68,12 @@ class Zygote:
     def __init__(self):
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
 
-    def launch(self):
-        """Start the zygote without waiting for it (it imports JAX meanwhile)."""
+    def launch(self, exercises=()):
+        """Start the zygote without waiting for it (it imports JAX meanwhile).
+
+        ``exercises`` whose probes list ``PRELOAD`` modules get them imported
+        once here rather than in every learner process.
+        """
         with self.lock:
             if self.proc and self.proc.poll() is None:
                 return
@@ -78,7 +82,7 @@ class Zygote:
             self.path = os.path.join(folder, "socket")
             paths = [PACKAGE_PARENT] + [p for p in sys.path if p.endswith("site-packages")]
             code = (f"import sys; sys.path[:0] = {paths!r}; "
-                    f"from autograder.zygote import main; main({self.path!r})")
+                    f"from autograder.zygote import main; main({self.path!r}, {tuple(exercises)!r})")
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import tornado.httpserver
 
-from autograder import sandbox
+from autograder import sandbox, submission, zygote
 from autograder.service.app import Settings, make_app
 from autograder.service.gradebook import Mirror
 from autograder.service.grader import Workers
@@ -74,6 +74,9 @@ def main(argv=None):
     warnings.filterwarnings("ignore", module="nbformat")  # learners' notebooks, not ours
     log = logging.getLogger("autograder.service")
     store = Store(args.db)
+    # One zygote for the service's lifetime, with every exercise's imports loaded.
+    zygote.shared().launch(submission.EXERCISES)
+    sandbox.protect()
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     workers = Workers(store, Mirror(args.course), limits, args.jobs, args.slot_base)
     settings = Settings(max_bytes=args.max_bytes, rate_count=args.rate[0],
