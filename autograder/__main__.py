@@ -31,7 +31,9 @@ def parse(argv):
 
 def main(argv=None):
     args = parse(argv)
-    found = submission.find(args.paths)
+    found, skipped = submission.find(args.paths)
+    for path, reason in skipped:
+        print(f"skipped {path}: {reason}", file=sys.stderr)
     exercises = {args.exercise or submission.exercise_for(p, a) for _, p, a in found}
     zygote.shared().launch(sorted(exercises))  # imports JAX while we read the submissions
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)

@@ -68,7 +68,20 @@ def hidden_dirs(paths):
 
 
 def judge(sub, outcome, hex_digest):
-    """Step 3: ``(tests, output, status)`` for a submission and its outcome."""
+    """Step 3: ``(tests, output, status)`` for a submission and its outcome.
+
+    Never raises: the reply comes from the learner's process, so any shape
+    it has that the hidden tests cannot read gives this submission an
+    ``error`` result, never a crash of the class run.
+    """
+    try:
+        return _judge(sub, outcome, hex_digest)
+    except Exception as exc:
+        return _failed(sub, f"the grader could not read what your code produced "
+                            f"({type(exc).__name__}); please tell your instructor", "error")
+
+
+def _judge(sub, outcome, hex_digest):
     if sub.unreadable:
         return _failed(sub, sub.unreadable, "unreadable")
     if not sub.attempted:
@@ -78,16 +91,13 @@ def judge(sub, outcome, hex_digest):
         return _failed(sub, outcome.message, outcome.status)
     reply = outcome.reply
     obs = reply["obs"] if isinstance(reply.get("obs"), dict) else {}
-    notes = [str(e) for e in reply.get("cell_errors", [])][:10]
+    errors = reply.get("cell_errors")
+    notes = [str(e)[:500] for e in errors][:10] if isinstance(errors, list) else []
     if "missing" in obs or "probe_error" in obs:
         reason = (f"`{obs['missing']}` is not defined" if "missing" in obs
                   else f"the tests could not run: {obs['probe_error']}")
         return _failed(sub, "; ".join([reason] + notes), "incomplete")
-    try:
-        tests = grade.judge(sub.exercise, obs, seed_for(hex_digest))
-    except Exception as exc:  # malformed observations: a result, not a crash
-        return _failed(sub, f"the observations could not be judged ({type(exc).__name__})",
-                       "error")
+    tests = grade.judge(sub.exercise, obs, seed_for(hex_digest))
     output = "Graded." if not notes else "Graded. Problems while running your code: " + "; ".join(notes)
     return tests, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
 

@@ -57,15 +57,19 @@ class Outcome:
 # Paths learner code must not read: hidden tests, solutions, sample answers,
 # grades. When grading runs as root they are made root-only (git keeps no modes).
 PRIVATE = ("autograder/hidden", "exercises/source", "exercises/gradebook.db",
-           "exercises/submitted", "exercises/autograded", "tests", "grading.db")
+           "exercises/submitted", "exercises/autograded", "tests", "grading.db", ".git")
+REPO = Path(__file__).resolve().parent.parent
+# Covered by empty mounts in the learner's mount namespace: every world-writable
+# place (so nothing persists or passes between learners) and the repo's private parts.
+SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
+REPO_MOUNTS = ("autograder/hidden", "exercises", "tests", ".git", "benchmarks")
 
 
 def protect(out_dir=None):
     """Make :data:`PRIVATE` paths and ``out_dir`` unreadable to sandbox uids."""
     if os.geteuid() != 0:
         return
-    repo = Path(__file__).resolve().parent.parent
-    for path in [repo / p for p in PRIVATE] + ([Path(out_dir)] if out_dir else []):
+    for path in [REPO / p for p in PRIVATE] + ([Path(out_dir)] if out_dir else []):
         if path.exists():
             os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
@@ -168,25 +172,26 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
         os._exit(70)
 
 
-CLONE_NEWNS, MS_REC, MS_PRIVATE = 0x00020000, 0x4000, 0x40000
+CLONE_NEWNS, CLONE_NEWNET, MS_REC, MS_PRIVATE = 0x00020000, 0x40000000, 0x4000, 0x40000
 
 
 def _private_mounts(hide):
-    """Give the learner's process its own mount namespace (root only).
+    """Give the learner's process its own mount and network namespaces (root only).
 
-    Fresh, empty tmpfs mounts replace /tmp, /var/tmp and /dev/shm, so nothing
-    one learner writes there reaches another, and the ``hide`` directories
-    (other submissions, results) are covered by empty tmpfs mounts.
-    Returns False, changing nothing, where namespaces are not available.
+    The network namespace has no interface up, so learner code reaches no
+    server (not the grading service, not the internet). Fresh, empty tmpfs
+    mounts (256 MiB each) cover :data:`SCRATCH_MOUNTS`, :data:`REPO_MOUNTS` and
+    the ``hide`` folders (submissions, results). Returns False, changing
+    nothing, where namespaces are not available.
     """
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
+    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
         return False
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    for target in ["/tmp", "/var/tmp", "/dev/shm", *hide]:
-        if os.path.isdir(target):
+    for target in [*SCRATCH_MOUNTS, *(str(REPO / p) for p in REPO_MOUNTS), *hide]:
+        if os.path.isdir(target) and not os.path.islink(target):
             libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
     return True
 

@@ -49,21 +49,51 @@ class Submission:
 def find(paths):
     """Expand files and nbgrader trees into ``(name, path, assignment)`` triples.
 
-    A directory is searched for ``*.ipynb`` and ``*.py``; a path of the form
-    ``.../<student>/<assignment>/<notebook>.ipynb`` inside a folder named
-    ``submitted`` is named after the student.
+    Returns ``(found, skipped)``; ``skipped`` lists ``(path, reason)``.
+    In an nbgrader tree only ``submitted/<student>/<assignment>/<assignment>.ipynb``
+    is graded, named after the student: one result per learner, and nothing a
+    learner puts in their own folder can be graded under another name.
+    Elsewhere a file is named by its stem (``<folder>-<stem>`` when two
+    stems clash). Symbolic links are never followed.
     """
-    found = []
+    found, skipped, names = [], [], set()
     for root in map(Path, paths):
-        files = sorted(p for p in root.rglob("*") if p.suffix in (".ipynb", ".py")
-                       and ".ipynb_checkpoints" not in p.parts) if root.is_dir() else [root]
-        for path in files:
+        for path in _files(root, skipped):
             parts = path.parts
-            if "submitted" in parts[:-3] or (len(parts) >= 4 and parts[-4] == "submitted"):
-                found.append((parts[-3], path, parts[-2]))
+            if "submitted" in parts[:-1]:
+                if len(parts) < 4 or parts[-4] != "submitted" or path.name != f"{parts[-2]}.ipynb":
+                    skipped.append((path, "not the assignment's notebook in an nbgrader tree"))
+                    continue
+                name, assignment = parts[-3], parts[-2]
+                if name in names:
+                    skipped.append((path, f"a second submission for {name}"))
+                    continue
             else:
-                found.append((path.stem, path, None))
-    return found
+                name, assignment = path.stem, None
+                if name in names:
+                    name = f"{path.parent.name}-{path.stem}"
+                while name in names:
+                    name += "_"
+            names.add(name)
+            found.append((name, path, assignment))
+    return found, skipped
+
+
+def _files(root, skipped):
+    """Candidate files under ``root``; a symlinked file is kept (graded as
+    unreadable, so its learner still gets a result), a symlinked folder is not."""
+    if not root.is_dir() or root.is_symlink():
+        return [root]
+    files = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in (".ipynb", ".py") or ".ipynb_checkpoints" in path.parts:
+            continue
+        folders = [root / p for p in path.relative_to(root).parents if p != Path(".")]
+        if any(folder.is_symlink() for folder in folders):
+            skipped.append((path, "inside a symbolically linked folder"))
+            continue
+        files.append(path)
+    return files
 
 
 def load(name, path, assignment=None, exercise=None):
@@ -72,23 +102,33 @@ def load(name, path, assignment=None, exercise=None):
     exercise = exercise or exercise_for(path, assignment)
     sub = Submission(name=name, path=path, exercise=exercise)
     try:
+        _read(sub, path)
+    except Exception as exc:  # a promise: bad input never crashes the class run
+        sub.unreadable = f"notebook could not be read: {type(exc).__name__}"
+    return sub
+
+
+def _read(sub, path):
+    if path.is_symlink():
+        sub.unreadable = "the submission is a symbolic link; hand in the notebook itself"
+        return
+    try:
         raw = path.read_bytes()
     except OSError as exc:
         sub.unreadable = f"the file could not be opened: {exc.strerror}"
-        return sub
+        return
     if len(raw) > MAX_BYTES:
         sub.unreadable = f"the file is {len(raw) // 2**20} MiB, over the {MAX_BYTES // 2**20} MiB limit"
-        return sub
+        return
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # editors on Windows add a BOM
     except UnicodeDecodeError as exc:
         sub.unreadable = f"notebook could not be read: it is not UTF-8 text (bad byte at position {exc.start})"
-        return sub
+        return
     if path.suffix == ".py":
         sub.cells = [Cell(label=path.name, source=text)]
-        return sub
+        return
     _read_notebook(sub, text)
-    return sub
 
 
 def exercise_for(path, assignment):
@@ -104,6 +144,9 @@ def _read_notebook(sub, text):
     except json.JSONDecodeError as exc:
         sub.unreadable = f"notebook could not be read: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"
         return
+    except RecursionError:
+        sub.unreadable = "notebook could not be read: its JSON is nested too deeply"
+        return
     if not isinstance(raw, dict) or "cells" not in raw and "worksheets" not in raw:
         sub.unreadable = "notebook could not be read: the file is JSON but not a Jupyter notebook"
         return
@@ -115,8 +158,9 @@ def _read_notebook(sub, text):
     sub.cells, answers = _code_cells(sub, nb_cells)
     if not sub.cells:
         sub.unreadable = "; ".join(["the notebook has no code cells to run"] + sub.notes)
-    elif answers and all(_unchanged(c) for c in answers):
-        sub.attempted = False
+    elif answers and all(_unchanged(c) for c in answers) and not any(
+            c["cell_type"] == "code" and not _meta(c) and c["source"].strip() for c in nb_cells):
+        sub.attempted = False  # the stub, and no code of the learner's own anywhere
 
 
 def _code_cells(sub, nb_cells):
@@ -129,7 +173,7 @@ def _code_cells(sub, nb_cells):
     code, answers, seen, edited, after_answer = [], [], set(), [], False
     for index, cell in enumerate(nb_cells, start=1):
         grade_id = _meta(cell).get("grade_id")
-        if grade_id in locked:
+        if isinstance(grade_id, str) and grade_id in locked:
             seen.add(grade_id)
             original = locked[grade_id]
             if _edited(cell, original):

@@ -15,14 +15,37 @@ import sys
 MAGIC = re.compile(r"^\s*[%!]", re.MULTILINE)
 
 
-class _NoIPython:
-    """Stands in for ``get_ipython()`` so notebook magics are skipped, not fatal."""
+class _Shell:
+    """Stands in for ``get_ipython()`` in the learner's namespace.
+
+    Line magics and shell escapes do nothing. A cell magic that only wraps
+    Python (``%%time``, ``%%timeit``, ``%%capture``, ...) runs its body once,
+    as it would in Jupyter; any other cell magic is reported, not skipped silently.
+    """
+
+    RUNS_BODY = {"time", "timeit", "capture", "prun", "debug"}
+
+    def __init__(self, ns):
+        self.ns = ns
+
+    def run_cell_magic(self, name, _line, body):
+        if name not in self.RUNS_BODY:
+            raise RuntimeError(f"the cell magic %%{name} cannot run during grading; "
+                               "remove it from your answer")
+        exec(compile(_transform(body), f"%%{name} cell", "exec"), self.ns)
 
     def __getattr__(self, _name):
         return lambda *a, **k: None
 
 
+def _display(*objects, **_kwargs):
+    """``display()`` as in a notebook, printing each object's repr."""
+    for obj in objects:
+        print(repr(obj))
+
+
 def _transform(source):
+    source = source.removeprefix("\ufeff")
     if not MAGIC.search(source):
         return source
     from IPython.core.inputtransformer2 import TransformerManager
@@ -87,7 +110,9 @@ def serve(request, reply_fd):
     reply = os.fdopen(reply_fd, "w")
     preload()
     probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
-    ns = {"__name__": "__main__", "get_ipython": _NoIPython}
+    ns = {"__name__": "__main__", "display": _display}
+    shell = _Shell(ns)
+    ns["get_ipython"] = lambda: shell
     errors = run_cells(request["cells"], ns, request.get("memory_mib"))
     try:
         obs = probe.observe(ns, request["seed"])

@@ -27,8 +27,11 @@ def _raised(record, what):
 def _result(record):
     result = decode_array(record.get("result"))
     if result is None:
-        fail("the value returned by " + CALL, "an array",
-             f"a {record.get('type')} that could not be read as an array")
+        shape = record.get("shape")
+        got = (f"a {record.get('type')} of shape {tuple(shape)}" if shape is not None
+               else f"a {record.get('type')} that could not be read as an array")
+        fail("the value returned by " + CALL, "an array of the inputs' shape", got,
+             "state + delta has the shape of state; check for broadcasting")
     return result
 
 
@@ -41,10 +44,13 @@ def test_values(obs, seed):
         state, delta = make_inputs(seed, n)
         expected = state + delta
         got = _result(record)
-        if got.shape != expected.shape or not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
-            wrong = int(np.sum(~np.isclose(got, expected))) if got.shape == expected.shape else n
+        if got.shape != expected.shape:
+            fail(what, f"state + delta, of shape {expected.shape}", f"an array of shape {got.shape}",
+                 "state + delta has the shape of state; check for broadcasting")
+        if not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
+            wrong = int(np.sum(~np.isclose(got, expected)))
             fail(what, "state + delta, element by element",
-                 f"shape {got.shape} with {wrong} of {n} elements different "
+                 f"{wrong} of {n} elements different "
                  f"(first returned values {np.round(got.ravel()[:3], 4).tolist()})",
                  "return the sum, not the difference or one of the inputs")
 
@@ -118,11 +124,14 @@ def _helpers(obs):
 def _describe(helpers):
     if not helpers:
         return "no jitted function taking (state, delta) was compiled"
-    parts = []
-    for m in helpers:
-        donated = [name for name, d in zip(("state", "delta"), m["donated"]) if d]
-        parts.append(f"{m['module']} donates {' and '.join(donated) or 'nothing'}")
-    return "; ".join(parts)
+    return "; ".join(f"{m['module']} donates {sum(m['donated'])} of its 2 arguments"
+                     for m in helpers)
+
+
+# Which module argument is `state` is not read from its position: keyword
+# calls reach the module in sorted-name order. The compiled helper must
+# donate exactly one of its two arguments, and that one must be `state`,
+# which the is_deleted() flags after the call tell apart from `delta`.
 
 
 @graded(1, "state is donated")
@@ -130,8 +139,8 @@ def test_state_donated(obs):
     record = obs["values"]["64"]
     _raised(record, f"{CALL} on length-64 arrays")
     helpers = _helpers(obs)
-    if not any(m["donated"][0] for m in helpers) or not record["state_deleted"]:
-        fail("whether `state` is donated: the compiled helper marks argument 0 as "
+    if not any(sum(m["donated"]) == 1 for m in helpers) or not record["state_deleted"]:
+        fail("whether `state` is donated: the compiled helper marks one argument as "
              "donated, and state reads is_deleted() == True after the call",
              "state donated to a jitted helper",
              _describe(helpers) + ("" if record["state_deleted"] else "; state still alive"),
@@ -143,14 +152,20 @@ def test_delta_kept(obs):
     record = obs["values"]["64"]
     _raised(record, f"{CALL} on length-64 arrays")
     # A second donated float32[n] argument has no output left to alias, so JAX
-    # drops it from the module and warns instead ("donated buffers were not usable").
+    # drops it from the module and warns ("donated buffers were not usable").
+    # When the module aliases one argument and warns, the other was donated too.
+    helpers = _helpers(obs)
     unusable = [w for row in obs["compiles"] for w in row["warnings"]
                 if "donated buffers were not usable" in w]
-    if record["delta_deleted"] or any(m["donated"][1] for m in _helpers(obs)) or unusable:
+    unusable = unusable if any(sum(m["donated"]) == 1 for m in helpers) else []
+    both = [m for m in helpers if all(m["donated"])]
+    if record["delta_deleted"] or both or unusable:
         fail("whether `delta` is offered for donation", "delta kept, not donated",
              "delta was donated" + (f" (JAX warned: {unusable[0]})" if unusable else
                                     " (it reads is_deleted() == True after the call)"),
              "donate only argument 0 (state); the caller still owns delta")
+
+
 @graded(1, "the donated state is not read after the call")
 def test_no_read_after_donation(obs):
     for n in VALUE_LENGTHS:

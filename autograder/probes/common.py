@@ -11,13 +11,23 @@ TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
+MAX_ELEMENTS = 1_000_000  # a result this large is wrong here: report its shape only
+
+
 def encode_array(value):
-    """Return ``value`` as a JSON-safe dict (``.npy`` bytes, base64) or None."""
+    """Return ``value`` as ``.npy`` bytes in base64, or None.
+
+    None for a deleted or non-array value and for one with more than
+    :data:`MAX_ELEMENTS` elements (the probe's ``describe`` still records its
+    shape, so feedback can say what came back).
+    """
+    if getattr(value, "size", 0) > MAX_ELEMENTS:
+        return None
     try:
         arr = np.asarray(value)
     except Exception:  # a deleted or non-array result: describe it instead
         return None
-    if arr.dtype == object:
+    if arr.dtype == object or arr.size > MAX_ELEMENTS:
         return None
     buf = io.BytesIO()
     np.save(buf, arr, allow_pickle=False)

@@ -114,5 +114,26 @@ def oversized_file(release):
     return _dump(nb)
 
 
+def deeply_nested_json(release):
+    return b'{"cells": [], "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+def list_as_grade_id(release):
+    nb = _solved(release)
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == "self_check":
+            cell["metadata"]["nbgrader"]["grade_id"] = ["self_check"]
+    return _dump(nb)
+
+
+def solution_in_new_cell(release):
+    nb = copy.deepcopy(release)  # the stub stays; the learner's own cell follows it
+    answer = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == ASSIGNMENT)
+    nb["cells"].insert(nb["cells"].index(answer) + 1, {
+        "cell_type": "code", "execution_count": None, "id": "learner-cell", "metadata": {},
+        "outputs": [], "source": SOLUTION})
+    return _dump(nb)
+
+
 BUILDERS = {name: fn for name, fn in globals().items()
             if callable(fn) and not name.startswith("_") and fn.__module__ == __name__}

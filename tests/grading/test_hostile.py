@@ -28,7 +28,8 @@ EXPECTED.pop("_comment")
 LIMITS = ["--timeout", "6", "--memory-mib", "3072", "--jobs", "2"]
 SANDBOX_UIDS = range(61000, 62000)
 ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
-           Path("/etc/hostile-was-here"), REPO / "autograder" / "pwned.py"]
+           Path("/etc/hostile-was-here"), Path("/run/lock/hostile-was-here"),
+           Path("/var/tmp/hostile-was-here"), REPO / "autograder" / "pwned.py"]
 
 
 def build_class(course, root):
@@ -149,3 +150,36 @@ def test_killed_mid_class_then_rerun_completes_every_grade(released_course, tmp_
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert len(rows) == len(names)
     assert sandbox_processes() == []
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: the probes run in the learner's process, "
+                   "so code that imitates them can claim observations it did not earn")
+@pytest.mark.parametrize("name", ["forge_reply_pipe", "forge_probe_module"])
+def test_forged_observations_are_not_believed(released_course, tmp_path, name):
+    release = released_notebook(released_course)
+    nb = with_answer(release, (HOSTILE / "known_limits" / f"{name}.py").read_text())
+    (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
+    proc = grade(tmp_path / f"{name}.ipynb", "--out", tmp_path / "out", *LIMITS)
+    proc.communicate(timeout=300)
+    assert json.loads((tmp_path / "out" / name / "results.json").read_text())["score"] <= 6
+
+
+def test_nbgrader_tree_files_are_attributed_safely(tmp_path):
+    """Only submitted/<student>/<a>/<a>.ipynb is graded, under that student only."""
+    from autograder.submission import find, load
+
+    root = tmp_path / "submitted"
+    own = root / "mallory" / "update_with_donate"
+    nested = own / "x" / "bob" / "update_with_donate"
+    nested.mkdir(parents=True)
+    for path in (own / "update_with_donate.ipynb", own / "update_with_donate-Copy1.ipynb",
+                 nested / "update_with_donate.ipynb"):
+        path.write_text("{}")
+    link = root / "eve" / "update_with_donate" / "update_with_donate.ipynb"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(REPO / "exercises" / "source" / "update_with_donate" / "update_with_donate.ipynb")
+    found, skipped = find([root])
+    assert sorted(name for name, _, _ in found) == ["eve", "mallory"]
+    assert len(skipped) == 2
+    eve = load(*next(f for f in found if f[0] == "eve"))
+    assert "symbolic link" in eve.unreadable

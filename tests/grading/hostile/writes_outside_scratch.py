@@ -1,6 +1,7 @@
 import pathlib
 
 for target in ("/tmp/hostile-was-here", "/work/hostile-was-here", "/etc/hostile-was-here",
+               "/run/lock/hostile-was-here", "/var/tmp/hostile-was-here",
                str(pathlib.Path(__import__("autograder").__file__).parent / "pwned.py")):
     try:
         pathlib.Path(target).write_text("pwned")

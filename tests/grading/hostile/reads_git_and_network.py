@@ -1,0 +1,28 @@
+# Tries the repository's git history (hidden tests live there) and the network.
+import pathlib
+import socket
+import subprocess
+
+import autograder
+
+repo = pathlib.Path(autograder.__file__).resolve().parent.parent
+leaks = []
+git = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(repo), "show",
+                      "HEAD:autograder/hidden/test_update_with_donate.py"],
+                     capture_output=True, text=True)
+if git.returncode == 0:
+    leaks.append("git")
+try:
+    socket.create_connection(("127.0.0.1", 8001), timeout=1).close()
+    leaks.append("network")
+except OSError:
+    pass
+if leaks:
+    raise SystemExit(f"leaked: {leaks}")
+import jax
+
+_add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+
+
+def update_with_donate(state, delta):
+    return _add(state, delta)
