@@ -21,6 +21,10 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+# Learner programs are tiny: skipping LLVM's optimisation passes makes each XLA
+# compile ~10% faster and changes neither buffer assignment (donation is decided
+# on HLO) nor results beyond float rounding order.
+XLA_FLAGS = "--xla_backend_optimization_level=0"
 SANDBOX_UID_BASE = 61000  # uid = base + slot; no passwd entry is needed
 REPLY_LIMIT = 32 * 2**20  # bytes of reply read from the learner's process
 MEMORY_SIGNS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
@@ -163,7 +167,7 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
         os.chdir(scratch)
         os.environ.clear()
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
-                           "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8"})
+                           "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8", "XLA_FLAGS": XLA_FLAGS})
         _limit(limits, uid)
         from autograder import worker
 

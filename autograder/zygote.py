@@ -83,7 +83,10 @@ class Zygote:
             paths = [PACKAGE_PARENT] + [p for p in sys.path if p.endswith("site-packages")]
             code = (f"import sys; sys.path[:0] = {paths!r}; "
                     f"from autograder.zygote import main; main({self.path!r}, {tuple(exercises)!r})")
-            self.proc = subprocess.Popen([interpreter(), "-I", "-c", code],
+            from autograder.sandbox import XLA_FLAGS
+
+            env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
+            self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)
 

@@ -99,10 +99,14 @@ def one_submission(course, tmp, runs=3):
 def site_builds(tmp):
     """Clean build, no-change rebuild, one-lesson rebuild of a copy of the repo."""
     copy = tmp / "site"
-    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=REPO, capture_output=True, text=True).stdout
     for rel in files.split():
-        (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / rel, copy / rel)
+        if (REPO / rel).is_file():
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, copy / rel)
+    if (REPO / "node_modules").is_dir():
+        shutil.copytree(REPO / "node_modules", copy / "node_modules", symlinks=True)
     shutil.copytree(REPO / "exercises" / "release", copy / "exercises" / "release")
     build = [BIN / "jupyter-book", "build", ".", "--warningiserror", "--keep-going"]
     results = {}
