@@ -176,7 +176,8 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
         os._exit(70)
 
 
-CLONE_NEWNS, CLONE_NEWNET, MS_REC, MS_PRIVATE = 0x00020000, 0x40000000, 0x4000, 0x40000
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 
 
 def _private_mounts(hide):
@@ -185,8 +186,10 @@ def _private_mounts(hide):
     The network namespace has no interface up, so learner code reaches no
     server (not the grading service, not the internet). Fresh, empty tmpfs
     mounts (256 MiB each) cover :data:`SCRATCH_MOUNTS`, :data:`REPO_MOUNTS` and
-    the ``hide`` folders (submissions, results). Returns False, changing
-    nothing, where namespaces are not available.
+    the ``hide`` folders (submissions, results). What the learner's process
+    must still import (this package, the venv) is bind-mounted back where a
+    cover would hide it, e.g. for a checkout under /tmp. Returns False,
+    changing nothing, where namespaces are not available.
     """
     import ctypes
 
@@ -194,10 +197,36 @@ def _private_mounts(hide):
     if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
         return False
     libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    for target in [*SCRATCH_MOUNTS, *(str(REPO / p) for p in REPO_MOUNTS), *hide]:
+    needed = _needed_paths()
+    covers = [t for t in SCRATCH_MOUNTS if os.path.isdir(t) and not os.path.islink(t)]
+    kept = [n for n in needed if any(n.startswith(t + "/") for t in covers)]
+    staging = "/mnt" if kept else None
+    if staging:  # park what a cover would hide, outside every cover
+        _tmpfs(libc, staging)
+        for i, path in enumerate(kept):
+            os.mkdir(f"{staging}/{i}")
+            libc.mount(path.encode(), f"{staging}/{i}".encode(), None, MS_BIND | MS_REC, None)
+    for target in covers:
+        _tmpfs(libc, target)
+    for i, path in enumerate(kept):
+        os.makedirs(path, exist_ok=True)
+        libc.mount(f"{staging}/{i}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
+    for target in [*(str(REPO / p) for p in REPO_MOUNTS), *hide]:
         if os.path.isdir(target) and not os.path.islink(target):
-            libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
+            _tmpfs(libc, target)
     return True
+
+
+def _tmpfs(libc, target):
+    libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
+
+
+def _needed_paths():
+    """Folders the learner's process imports from: this repo and every site-packages."""
+    import sys
+
+    paths = {str(REPO)} | {os.path.realpath(p) for p in sys.path if p.endswith("site-packages")}
+    return sorted(p for p in paths if not any(p.startswith(q + "/") for q in paths if q != p))
 
 
 def _limit(limits, uid):
