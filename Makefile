@@ -8,11 +8,18 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 HOST   ?= 127.0.0.1
+JUPYTER_PORT ?= 8888
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
 ASSIGNMENTS := update_with_donate donation_report fix_training_loop
 
 .PHONY: venv release book serve test clean
 venv: $(VENV)/.installed
+# thebe (served by the site) and axe-core (browser tests), from the npm registry.
+NODE_DEPS := node_modules/.package-lock.json
+$(NODE_DEPS): package.json package-lock.json
+	@echo "==> npm ci (thebe for the site, axe-core for the browser tests)"
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(VENV)/.installed: requirements.txt
 	@echo "==> creating $(VENV) and installing requirements.txt (first run takes a few minutes)"
@@ -26,16 +33,17 @@ release: venv
 	@cd exercises && for a in $(ASSIGNMENTS); do \
 	  PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment "$$a" --force --log-level=ERROR || exit 1; done
 
-book: release
+book: release $(NODE_DEPS)
 	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution)"
 	@JAX_PLATFORMS=cpu $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going --builder html
 	@echo "==> site built: _build/html/index.html"
+	@$(BIN)/python scripts/jupyter_local.py workspace
 
 serve: book
 	@echo "==> starting the course servers (Ctrl-C stops them all)"
-	@PORT=$(PORT) HOST=$(HOST) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python scripts/serve.py
+	@PORT=$(PORT) HOST=$(HOST) JUPYTER_PORT=$(JUPYTER_PORT) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python scripts/serve.py
 
-test: release
+test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests
 

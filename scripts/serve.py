@@ -3,7 +3,8 @@
 Used by ``make serve``. Each service is one child process; if one exits, the
 others are stopped too, so a half-running course never lingers.
 Ports come from the environment: PORT (site, default 8000), GRADER_PORT
-(grading service, default 8001; see autograder/SERVICE.md for its settings).
+(grading service, default 8001; see autograder/SERVICE.md for its settings),
+JUPYTER_PORT (learner JupyterLab, default 8888; see scripts/jupyter_local.py).
 """
 import os
 import signal
@@ -11,6 +12,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 
 REPO = Path(__file__).resolve().parent.parent
 HOST = os.environ.get("HOST", "127.0.0.1")
@@ -20,12 +23,15 @@ def services():
     """``[(label, url, argv)]`` for every server ``make serve`` runs."""
     site_port = os.environ.get("PORT", "8000")
     grader_port = os.environ.get("GRADER_PORT", "8001")
+    jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
     return [
-        ("course site", f"http://{HOST}:{site_port}/",
+        ("course site", f"http://{HOST}:{site_port}/" + jupyter_local.site_query(jupyter_port),
          [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
           "--directory", str(REPO / "_build" / "html")]),
         ("grading service", f"http://{HOST}:{grader_port}/api/health",
          [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port]),
+        ("learner JupyterLab", jupyter_local.lab_url("127.0.0.1", jupyter_port, jupyter_local.token()),
+         [sys.executable, str(REPO / "scripts" / "jupyter_local.py"), "serve", "--port", jupyter_port]),
     ]
 
 

@@ -30,6 +30,10 @@ def tiny_book(tmp_path, body: str):
     config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
     for static in ((config.get("sphinx") or {}).get("config") or {}).get("html_static_path", []):
         (tmp_path / static).mkdir(parents=True, exist_ok=True)  # the config expects it
+    for ext_dir in ((config.get("sphinx") or {}).get("local_extensions") or {}).values():
+        if not (tmp_path / ext_dir).exists():  # the course's own Sphinx extensions
+            (tmp_path / ext_dir).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / ext_dir).symlink_to(REPO / ext_dir)
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: page\n", encoding="utf-8")
     (tmp_path / "page.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(body), encoding="utf-8")
     return tmp_path

@@ -1,0 +1,182 @@
+"""Sphinx extension: a way to run every lesson, offline.
+
+For each lesson page (``book/lessons/<name>``) it
+
+* writes the lesson as a notebook (jupytext, MyST -> .ipynb, no outputs) to
+  ``_notebooks/lessons/<name>.ipynb`` in the built site, for download;
+* puts a "Run this lesson" bar at the top of the page: open the same notebook in
+  the local JupyterLab that ``make serve`` starts, download the ``.ipynb``, or run
+  the code cells in the page itself (thebe, talking to that JupyterLab);
+
+and each exercise page with a released notebook (``exercises/release/<name>/``)
+gets an "Open in JupyterLab" link to that notebook in the learner workspace.
+
+thebe is served from the site: ``node_modules/thebe/lib`` (installed from the npm
+registry by ``npm ci``, see package.json) is copied to ``_static/thebe/``, so no
+page loads anything from the internet. The JupyterLab address and token defaults
+come from ``scripts/jupyter_local.py`` (the server ``make serve`` runs);
+``book/_static/course-run.js`` lets a page override them with ``?jupyter=`` and
+``?token=``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+
+REPO = Path(__file__).resolve().parents[2]
+THEBE_LIB = REPO / "node_modules" / "thebe" / "lib"
+LESSON_PREFIX = "book/lessons/"
+EXERCISE_PREFIX = "book/exercises/"
+NOTEBOOK_DIR = "_notebooks/lessons"
+
+
+def _jupyter_local():
+    spec = importlib.util.spec_from_file_location("_course_jupyter_local", REPO / "scripts" / "jupyter_local.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+JUPYTER = _jupyter_local()
+
+
+def _rel(pagename: str, target: str) -> str:
+    """``target`` (relative to the site root) as seen from page ``pagename``."""
+    depth = pagename.count("/")
+    return "../" * depth + target
+
+
+def _lab_link(path: str, label: str) -> str:
+    href = JUPYTER.lab_url(JUPYTER.DEFAULT_HOST, JUPYTER.DEFAULT_PORT, JUPYTER.DEFAULT_TOKEN, path)
+    return (f'<a class="course-run-lab" href="{html.escape(href)}" data-lab-path="{html.escape(path)}" '
+            f'target="_blank" rel="noopener">{html.escape(label)}</a>')
+
+
+def lesson_bar(pagename: str) -> str:
+    name = pagename[len(LESSON_PREFIX):]
+    notebook = f"lessons/{name}.ipynb"
+    download = _rel(pagename, f"{NOTEBOOK_DIR}/{name}.ipynb")
+    return (
+        '<nav class="course-run" aria-label="Run this lesson">'
+        '<span class="course-run-title">Run this lesson:</span>'
+        f'{_lab_link(notebook, "Open in JupyterLab")}'
+        f'<a class="course-run-ipynb" href="{html.escape(download)}" download="{html.escape(name)}.ipynb">'
+        'Download .ipynb</a>'
+        '<button type="button" class="course-run-here" hidden '
+        f'data-kernel-path="lessons">Run the code on this page</button>'
+        '<span class="course-run-status" role="status" aria-live="polite"></span>'
+        '</nav>'
+    )
+
+
+def exercise_bar(name: str) -> str:
+    notebook = f"{name}/{name}.ipynb"
+    return (
+        '<nav class="course-run" aria-label="Work on this exercise">'
+        '<span class="course-run-title">Work on it in the course JupyterLab:</span>'
+        f'{_lab_link(notebook, "Open the notebook in JupyterLab")}'
+        '</nav>'
+    )
+
+
+def _is_sphinx_thebe(script) -> bool:
+    body = getattr(script, "attributes", {}).get("body", "") or ""
+    return "THEBE_JS_URL" in body or str(getattr(script, "filename", script)).endswith("sphinx-thebe.js")
+
+
+def drop_sphinx_thebe_config(app: Sphinx, doctree, docname: str) -> None:
+    """Remove sphinx-thebe's per-page Binder config: thebe is configured by course-run.js."""
+    from docutils import nodes
+
+    for node in list(doctree.findall(nodes.raw)):
+        if "text/x-thebe-config" in node.astext() or "kernelName = " in node.astext():
+            node.parent.remove(node)
+
+
+def add_run_bar(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    # jupyter-book always loads sphinx-thebe, whose script points at thebe 0.8.2 on a
+    # CDN (unpkg.com); this site serves thebe 0.9 itself, so those scripts go.
+    if "script_files" in context:
+        context["script_files"] = [s for s in context["script_files"] if not _is_sphinx_thebe(s)]
+    # no favicon request (the browser would log a 404 for /favicon.ico)
+    context["metatags"] = context.get("metatags", "") + '\n<link rel="icon" href="data:,">'
+    if doctree is None or "body" not in context:
+        return
+    if pagename.startswith(LESSON_PREFIX):
+        bar = lesson_bar(pagename)
+    elif pagename.startswith(EXERCISE_PREFIX):
+        name = pagename[len(EXERCISE_PREFIX):]
+        if not (REPO / "exercises" / "release" / name / f"{name}.ipynb").is_file():
+            return
+        bar = exercise_bar(name)
+    else:
+        return
+    context["body"] = bar + context["body"]
+
+
+def lesson_notebook(source: Path) -> str:
+    """The lesson ``source`` (a MyST notebook) as .ipynb JSON text, without outputs."""
+    import jupytext
+
+    notebook = jupytext.read(source)
+    notebook.metadata.pop("jupytext", None)
+    return jupytext.writes(notebook, fmt="ipynb")
+
+
+def write_outputs(app: Sphinx, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    notebooks = out / NOTEBOOK_DIR
+    notebooks.mkdir(parents=True, exist_ok=True)
+    for docname in sorted(app.env.found_docs):
+        if docname.startswith(LESSON_PREFIX):
+            source = Path(app.env.doc2path(docname))
+            (notebooks / f"{docname[len(LESSON_PREFIX):]}.ipynb").write_text(
+                lesson_notebook(source), encoding="utf-8")
+    _favicon(out / "favicon.ico")
+    target = out / "_static" / "thebe"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(THEBE_LIB, target, ignore=shutil.ignore_patterns("*.map", "types", "*.d.ts", "*.txt"))
+
+
+def _favicon(path: Path) -> None:
+    """A small icon at the site root: browsers ask for /favicon.ico (e.g. on the redirect page)."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((1, 1, 30, 30), radius=6, fill=(17, 119, 187, 255))
+    draw.rectangle((9, 14, 22, 18), fill=(255, 255, 255, 255))  # an arrow: input -> output
+    draw.polygon([(20, 9), (28, 16), (20, 23)], fill=(255, 255, 255, 255))
+    image.save(path, format="ICO", sizes=[(32, 32)])
+
+
+def check_thebe(app: Sphinx) -> None:
+    if not (THEBE_LIB / "index.js").is_file():
+        raise ExtensionError(f"{THEBE_LIB} is missing: run `npm ci` (make book does) to install thebe "
+                             "from the npm registry")
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("builder-inited", check_thebe)
+    app.connect("html-page-context", add_run_bar)
+    app.connect("doctree-resolved", drop_sphinx_thebe_config, priority=900)
+    app.connect("build-finished", write_outputs)
+    defaults = {"host": JUPYTER.DEFAULT_HOST, "port": JUPYTER.DEFAULT_PORT, "token": JUPYTER.DEFAULT_TOKEN}
+    app.add_js_file(None, body=f"window.COURSE_JUPYTER = {json.dumps(defaults)};")
+    app.add_js_file("course-run.js", defer="defer")
+    app.add_css_file("course-run.css")
+    # Pages are rewritten when this extension changes (Sphinx re-reads when env_version differs).
+    env_version = int(hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8], 16)
+    return {"version": "1", "env_version": env_version,
+            "parallel_read_safe": True, "parallel_write_safe": True}

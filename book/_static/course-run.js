@@ -1,0 +1,163 @@
+/* Run a lesson: links into the local JupyterLab, and thebe in the page.
+ *
+ * The bar at the top of each lesson (book/_ext/course_run.py) links to the same
+ * lesson in the JupyterLab that `make serve` starts, and has a button that turns
+ * the page's code cells into live cells running on that JupyterLab's kernels.
+ * thebe is loaded from this site (_static/thebe/, installed from the npm registry
+ * at build time) only when the button is pressed; nothing comes from elsewhere.
+ *
+ * JupyterLab's address is http://<this host>:8888 unless the page URL says
+ * ?jupyter=<url>; its token (random for every `make serve`) comes in the site URL
+ * that `make serve` prints, ?token=<token>. Both are remembered in this site's
+ * localStorage, so every page and every new tab of the site has them.
+ */
+(function () {
+  "use strict";
+  var DEFAULTS = window.COURSE_JUPYTER || { port: 8888, token: "" };
+  var SCRIPT = document.currentScript && document.currentScript.src;
+  var STATIC = SCRIPT ? SCRIPT.replace(/[^/]*(\?.*)?$/, "") : "_static/";
+
+  function setting(name, fallback) {
+    var fromUrl = new URLSearchParams(window.location.search).get(name);
+    try {
+      if (fromUrl) window.localStorage.setItem("course-jupyter-" + name, fromUrl);
+      else fromUrl = window.localStorage.getItem("course-jupyter-" + name);
+    } catch (err) { /* storage disabled: the URL parameter still works for this page */ }
+    return fromUrl || fallback;
+  }
+
+  var host = window.location.hostname || DEFAULTS.host || "127.0.0.1";
+  var BASE = setting("jupyter", "http://" + host + ":" + DEFAULTS.port).replace(/\/+$/, "");
+  var TOKEN = setting("token", DEFAULTS.token);
+
+  function labUrl(path) {
+    var tree = path.split("/").map(encodeURIComponent).join("/");
+    return BASE + "/lab/tree/" + tree + (TOKEN ? "?token=" + encodeURIComponent(TOKEN) : "");
+  }
+
+  function loadOnce(tag, attrs) {
+    return new Promise(function (resolve, reject) {
+      var node = document.createElement(tag);
+      Object.keys(attrs).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+      node.onload = resolve;
+      node.onerror = function () { reject(new Error("could not load " + (attrs.src || attrs.href))); };
+      document.head.appendChild(node);
+    });
+  }
+
+  function darkMode() {
+    return document.documentElement.getAttribute("data-theme") === "dark";
+  }
+
+  /* Mark the page's code cells the way thebe looks for them: every cell with a
+   * visible source gets an output placeholder, so sources and outputs pair up. */
+  function markCells() {
+    var count = 0;
+    document.querySelectorAll("article div.cell").forEach(function (cell) {
+      var pre = cell.querySelector(".cell_input pre");
+      if (!pre) return; // output-only cell (source removed on purpose)
+      pre.setAttribute("data-executable", "true");
+      pre.setAttribute("data-language", "python");
+      var output = cell.querySelector(".cell_output");
+      if (!output) {
+        output = document.createElement("div");
+        output.className = "cell_output docutils container";
+        cell.appendChild(output);
+      }
+      output.setAttribute("data-output", "");
+      count += 1;
+    });
+    return count;
+  }
+
+  async function runHere(button, status) {
+    button.disabled = true;
+    status.textContent = "Loading the code runner...";
+    try {
+      await loadOnce("link", { rel: "stylesheet", href: STATIC + "thebe/thebe.css" });
+      await loadOnce("script", { src: STATIC + "thebe/index.js" });
+      var cells = markCells();
+      status.textContent = "Starting a Python kernel on " + BASE + "...";
+      window.thebe.on("status", function (evt, data) {
+        if (data && data.subject === "kernel" && data.status) {
+          status.textContent = "Kernel: " + data.status;
+        }
+      });
+      var started = await window.thebe.bootstrap({
+        useBinder: false,
+        useJupyterLite: false,
+        requestKernel: true,
+        mountActivateWidget: false,
+        mountStatusWidget: false,
+        mountRestartAllButton: false,
+        predefinedOutput: true,
+        mathjaxUrl: "", // no MathJax from a CDN; the lessons print no LaTeX
+        serverSettings: {
+          baseUrl: BASE,
+          wsUrl: BASE.replace(/^http/, "ws"),
+          token: TOKEN,
+          appendToken: true,
+        },
+        kernelOptions: { name: "python3", path: button.getAttribute("data-kernel-path") || "." },
+        codeMirrorConfig: { theme: darkMode() ? "darcula" : "idea", mode: "python" },
+      });
+      if (!started || !started.session) throw new Error("no kernel session");
+      document.body.classList.add("course-run-live");
+      status.textContent = "Ready: " + cells + " cells are live. Edit a cell and press Shift-Enter or its \u201crun\u201d button.";
+      button.hidden = true;
+    } catch (err) {
+      button.disabled = false;
+      status.textContent = "Could not start the code runner: " + (err && err.message ? err.message : err) +
+        ". Is the course JupyterLab running (make serve) at " + BASE + ", and did you open " +
+        "this site from the address make serve printed (it carries the token)?";
+    }
+  }
+
+  function init() {
+    document.querySelectorAll("a.course-run-lab").forEach(function (a) {
+      a.href = labUrl(a.getAttribute("data-lab-path"));
+    });
+    document.querySelectorAll("button.course-run-here").forEach(function (button) {
+      var status = button.parentNode.querySelector(".course-run-status");
+      button.hidden = false;
+      button.addEventListener("click", function () { runHere(button, status); });
+    });
+  }
+
+  /* The theme's icon buttons and sidebar toggles, named so that screen readers
+   * (and axe-core) get a name that contains what is shown. */
+  function nameControls() {
+    document.querySelectorAll(".search-button-field[aria-label]").forEach(function (button) {
+      button.removeAttribute("aria-label"); // its text ("Search Ctrl+K") names it
+    });
+    document.querySelectorAll(".theme-switch-button").forEach(function (button) {
+      var modes = [];
+      button.querySelectorAll("[title], title").forEach(function (t) {
+        var name = t.getAttribute("title") || t.textContent;
+        if (name && modes.indexOf(name) < 0) modes.push(name);
+      });
+      button.setAttribute("aria-label", "Color mode" + (modes.length ? ": " + modes.join(", ") : ""));
+    });
+    document.querySelectorAll("nav summary").forEach(function (summary) {
+      if (summary.textContent.trim() || summary.getAttribute("aria-label")) return;
+      var link = summary.parentNode.parentNode.querySelector("a");
+      summary.setAttribute("aria-label", "Show or hide the sections of " +
+        (link ? link.textContent.trim() : "this part"));
+    });
+  }
+
+  /* Tables and outputs that scroll sideways (on a phone) can be scrolled with the
+   * keyboard too. */
+  function focusableScrollers() {
+    document.querySelectorAll(".bd-article table, .bd-article pre").forEach(function (box) {
+      if (box.scrollWidth > box.clientWidth + 1 && !box.hasAttribute("tabindex")) {
+        box.setAttribute("tabindex", "0");
+      }
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+  window.addEventListener("load", function () { nameControls(); focusableScrollers(); });
+  window.addEventListener("resize", focusableScrollers);
+})();

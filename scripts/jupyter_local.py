@@ -1,0 +1,205 @@
+"""The learner's local JupyterLab: its workspace, its configuration, and the server.
+
+``make book`` runs ``python scripts/jupyter_local.py workspace`` after the site
+build; ``make serve`` (scripts/serve.py) runs ``python scripts/jupyter_local.py serve``.
+
+The workspace (``_build/workspace/``, gitignored) holds
+
+* ``lessons/<lesson>.ipynb``: each lesson as a notebook (the site build writes
+  them to ``_build/html/_notebooks/lessons/``, the same files the pages offer for
+  download);
+* ``<exercise>/<exercise>.ipynb``: each released exercise notebook
+  (``exercises/release/``, made by ``make release``), laid out as nbgrader's
+  assignment list expects a fetched assignment.
+
+Regenerating never overwrites a notebook the learner has changed: a file is
+replaced only while it still matches what was last written there.
+
+The server is JupyterLab with nbgrader's learner extensions (assignment list,
+Validate) and without the instructor ones (formgrader, course list, create
+assignment). It listens on 127.0.0.1 only (``allow_remote_access = False`` also
+checks the Host header, against DNS rebinding), allows cross-origin requests from
+the course site's origin only (``allow_origin``, so thebe on the site pages can
+start kernels), and requires a token that is random for every ``make serve``:
+
+* not token-less: without a token, thebe's cross-origin POSTs would need
+  jupyter_server's XSRF check turned off, and any local process could use it;
+* not a fixed token: jupyter_server skips its Origin and XSRF checks for
+  token-authenticated requests, so a token published with the course would let
+  any web page the learner visits run code in their kernels.
+
+The token reaches the pages through the site URL ``make serve`` prints
+(``?token=...``; ``course-run.js`` keeps it in the browser's localStorage for
+this site) and JupyterLab through its printed URL. It is written to the server's
+config file (mode 0600), not to its command line. Set ``JUPYTER_TOKEN`` to choose
+it yourself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / "_build"
+WORKSPACE = BUILD / "workspace"
+CONFIG_DIR = BUILD / "jupyter-config"
+SITE_NOTEBOOKS = BUILD / "html" / "_notebooks" / "lessons"
+RELEASE = REPO / "exercises" / "release"
+MANIFEST = ".course-generated.json"
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8888
+DEFAULT_TOKEN = ""  # none baked into the site: make serve makes a random one
+
+# Learners see nbgrader's assignment list and Validate button, not the instructor tools.
+SERVER_EXTENSIONS = {
+    "nbgrader.server_extensions.assignment_list": True,
+    "nbgrader.server_extensions.validate_assignment": True,
+    "nbgrader.server_extensions.formgrader": False,
+    "nbgrader.server_extensions.course_list": False,
+}
+DISABLED_LAB_PLUGINS = {
+    "@jupyter/nbgrader:create-assignment": True,
+    "@jupyter/nbgrader:course-list": True,
+    # no "news from jupyter.org" prompt: nothing here talks to the internet
+    "@jupyterlab/apputils-extension:announcements": True,
+}
+
+
+def lab_url(host: str, port: int | str, token: str, path: str = "") -> str:
+    """JupyterLab's URL for ``path`` (relative to the workspace), with the token."""
+    tree = f"/tree/{quote(path)}" if path else ""
+    query = f"?token={quote(token)}" if token else ""
+    return f"http://{host}:{port}/lab{tree}{query}"
+
+
+def token() -> str:
+    """The learner server's token: $JUPYTER_TOKEN, else a new random one (then kept in
+    $JUPYTER_TOKEN, so the server this process starts gets the same one)."""
+    if not os.environ.get("JUPYTER_TOKEN"):
+        os.environ["JUPYTER_TOKEN"] = secrets.token_urlsafe(24)
+    return os.environ["JUPYTER_TOKEN"]
+
+
+def site_query(port: int | str) -> str:
+    """What the site URL carries so its pages find the learner JupyterLab: its token,
+    and its address when the port is not the default."""
+    params = []
+    if str(port) != str(DEFAULT_PORT):
+        params.append("jupyter=" + quote(f"http://127.0.0.1:{port}", safe=""))
+    params.append("token=" + quote(token(), safe=""))
+    return "?" + "&".join(params)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
+                    release: Path = RELEASE) -> list[Path]:
+    """Copy lesson and exercise notebooks into ``workspace``; returns the notebooks there."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    manifest_path = workspace / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        manifest = {}
+    wanted = {f"lessons/{nb.name}": nb for nb in sorted(lessons.glob("*.ipynb"))}
+    if not wanted:
+        raise SystemExit(f"no lesson notebooks in {lessons}: build the site first (make book)")
+    for folder in sorted(p for p in release.iterdir() if p.is_dir()) if release.is_dir() else []:
+        for nb in sorted(folder.glob("*.ipynb")):
+            wanted[f"{folder.name}/{nb.name}"] = nb
+    for rel, source in wanted.items():
+        target = workspace / rel
+        if target.exists() and manifest.get(rel) not in (None, _sha(target)):
+            print(f"    keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        manifest[rel] = _sha(target)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    return [workspace / rel for rel in wanted]
+
+
+def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str) -> None:
+    """A JUPYTER_CONFIG_DIR for the learner server (written fresh on every start)."""
+    (config_dir / "labconfig").mkdir(parents=True, exist_ok=True)
+    server = {
+        "ServerApp": {
+            "ip": "127.0.0.1",
+            "open_browser": False,
+            "root_dir": str(workspace),
+            "allow_origin": site_origin,
+            "allow_credentials": False,
+            "allow_remote_access": False,
+            "jpserver_extensions": SERVER_EXTENSIONS,
+            "allow_root": hasattr(os, "geteuid") and os.geteuid() == 0,
+        },
+        "IdentityProvider": {"token": token},
+        # nothing from the internet: no news feed, no update check, no PyPI extension manager
+        "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+                   "extension_manager": "readonly"},
+    }
+    config_file = config_dir / "jupyter_server_config.json"
+    config_file.touch(mode=0o600)
+    config_file.chmod(0o600)  # it holds the token
+    config_file.write_text(json.dumps(server, indent=1))
+    (config_dir / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": DISABLED_LAB_PLUGINS}, indent=1))
+    # nbgrader (Validate) reads nbgrader_config.py from the server's working directory
+    (workspace / "nbgrader_config.py").write_text(
+        "c = get_config()  # noqa: F821\n"
+        "c.CourseDirectory.course_id = 'jax-donation'\n"
+        "c.Execute.timeout = 120\n")
+
+
+def server_command(port: int | str, site_origin: str, token: str,
+                   workspace: Path = WORKSPACE, config_dir: Path = CONFIG_DIR) -> tuple[list[str], dict, Path]:
+    """``(argv, env, cwd)`` that start the learner JupyterLab on 127.0.0.1:``port``."""
+    write_config(config_dir, workspace, site_origin, token)
+    env = dict(os.environ)
+    env.update({
+        "JUPYTER_CONFIG_DIR": str(config_dir),
+        "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+        # the exercise notebooks' submit cell and nbgrader Validate run course code
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+    })
+    env.pop("JUPYTER_TOKEN", None)  # the config file says which token
+    argv = [sys.executable, "-m", "jupyterlab", f"--port={port}", "--port-retries=0", "--no-browser"]
+    return argv, env, workspace
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("workspace", help="(re)generate _build/workspace from the built site and exercises/release")
+    serve = sub.add_parser("serve", help="run the learner JupyterLab (what make serve starts)")
+    serve.add_argument("--port", default=os.environ.get("JUPYTER_PORT", str(DEFAULT_PORT)))
+    serve.add_argument("--site-origin", default=None,
+                       help="origin of the course site (default http://$HOST:$PORT)")
+    args = parser.parse_args(argv)
+    if args.command == "workspace":
+        notebooks = build_workspace()
+        print(f"==> learner workspace: {WORKSPACE.relative_to(REPO)}/ ({len(notebooks)} notebooks)")
+        return 0
+    if not (WORKSPACE / "lessons").is_dir():
+        build_workspace()
+    origin = args.site_origin or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+    command, env, cwd = server_command(args.port, origin, token())
+    os.chdir(cwd)
+    os.execvpe(command[0], command, env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Browser tests: the course site and the learner JupyterLab in Chromium (Playwright)."""

@@ -1,0 +1,67 @@
+"""The exercise page opens the released notebook in the learner JupyterLab, where
+the self-check cell runs and nbgrader's Validate button checks the notebook."""
+
+from __future__ import annotations
+
+import re
+
+from .conftest import Watched, screenshot
+
+WAIT_MS = 180_000  # give-up time for JupyterLab and kernels, not a timing assertion
+ANSWER = '''import jax
+import jax.numpy as jnp
+
+_add = jax.jit(lambda state, delta: state + delta, donate_argnums=(0,))
+
+
+def update_with_donate(state, delta):
+    return _add(state, delta)
+'''
+
+
+def test_exercise_notebook_opens_runs_and_validates(servers, open_page):
+    watched = open_page(servers.url("book/exercises/update_with_donate.html"))
+    page = watched.page
+    link = page.locator("nav.course-run a.course-run-lab")
+    assert link.get_attribute("href") == (
+        f"{servers.jupyter}/lab/tree/update_with_donate/update_with_donate.ipynb?token={servers.token}")
+    with page.context.expect_page() as popup:
+        link.click()
+    lab = popup.value
+    lab_watch = Watched(lab)  # from here on: nothing may be fetched from off this machine
+    lab.wait_for_url(re.compile(r"/lab/tree/update_with_donate/update_with_donate\.ipynb"), timeout=WAIT_MS)
+    panel = lab.locator(".jp-NotebookPanel:visible")
+    panel.wait_for(timeout=WAIT_MS)
+    assert lab.locator(".lm-TabBar-tab.lm-mod-current", has_text="update_with_donate.ipynb").count()
+    panel.locator(".jp-MarkdownCell", has_text="Exercise: update_with_donate").first.wait_for(timeout=WAIT_MS)
+    validate = panel.locator(".jp-Toolbar button, .jp-Toolbar jp-button").filter(has_text="Validate")
+    validate.first.wait_for(timeout=WAIT_MS)
+    lab.wait_for_function("() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
+                          ".jp-Notebook-ExecutionIndicator[data-status=\"idle\"]') !== null",
+                          timeout=WAIT_MS)
+
+    # write the answer in the marked cell, run it and the self-check cell
+    answer = panel.locator(".jp-CodeCell").first
+    answer.locator(".cm-content").click()
+    lab.keyboard.press("Control+a")
+    lab.keyboard.insert_text(ANSWER)
+    lab.keyboard.press("Shift+Enter")          # the answer
+    lab.keyboard.press("Shift+Enter")          # the self-check heading (markdown)
+    lab.keyboard.press("Shift+Enter")          # the self-check cell
+    check = panel.locator(".jp-CodeCell").nth(1)
+    check.locator(".jp-OutputArea-output").filter(has_text="Self-check").first.wait_for(timeout=WAIT_MS)
+    assert "Self-check passed" in check.locator(".jp-OutputArea").inner_text()
+    lab.keyboard.press("Control+s")
+    lab.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=WAIT_MS)
+    screenshot(lab, "jupyterlab-update_with_donate-self-check")
+
+    validate.first.click()
+    dialog = lab.locator(".jp-Dialog")
+    dialog.wait_for(timeout=WAIT_MS)
+    dialog.filter(has_text=re.compile("Success|fail|error", re.I)).wait_for(timeout=WAIT_MS)
+    text = dialog.inner_text()
+    screenshot(lab, "jupyterlab-update_with_donate-validate")
+    assert "Success" in text, text
+    off_machine = [p for p in lab_watch.problems if p.startswith("request off this machine")]
+    assert not off_machine, off_machine
+    assert not watched.problems, watched.problems

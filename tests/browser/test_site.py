@@ -1,0 +1,130 @@
+"""The course site in Chromium: navigation, search, the glued figure and the alias
+tables, running a lesson cell in the page (thebe against the learner JupyterLab)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.book.sitebuild import LESSONS
+
+from .conftest import screenshot
+
+WAIT_MS = 180_000  # give-up time for kernels and JupyterLab, not a timing assertion
+
+
+def test_navigation_reaches_every_lesson(servers, open_page):
+    watched = open_page(servers.url("book/intro.html"))
+    page = watched.page
+    for lesson in LESSONS:
+        page.locator(f"nav.bd-docs-nav a[href$='{lesson}.html']").first.click()
+        page.wait_for_url(re.compile(rf"lessons/{lesson}\.html"))
+        assert page.locator("h1:visible").count(), lesson
+    page.locator("nav.bd-docs-nav a[href$='exercises/index.html']").first.click()
+    page.wait_for_url(re.compile(r"exercises/index\.html"))
+    page.locator("nav.bd-docs-nav a[href$='update_with_donate.html']").first.click()
+    page.wait_for_url(re.compile(r"exercises/update_with_donate\.html"))
+    assert not watched.problems, watched.problems
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_search_finds_donate_argnums(servers, open_page, width):
+    watched = open_page(servers.url("book/intro.html"), width=width)
+    page = watched.page
+    if width < 800:  # on a phone the search button sits in the collapsed header or sidebar
+        page.keyboard.press("Control+k")
+    else:
+        page.locator(".search-button-field:visible").first.click()
+    box = page.locator("input[name='q']:visible").first
+    box.fill("donate_argnums")
+    box.press("Enter")
+    page.wait_for_url(re.compile(r"search\.html\?q=donate_argnums"))
+    results = page.locator("#search-results ul.search li a")
+    results.first.wait_for(timeout=WAIT_MS)
+    hrefs = results.evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    assert any("lessons/donate_argnums.html" in h for h in hrefs), hrefs
+    screenshot(page, f"search-donate_argnums-{width}")
+    assert not watched.problems, watched.problems
+
+
+@pytest.mark.parametrize("width,dark", [(1280, False), (390, True)])
+def test_glued_figure_and_alias_tables_are_readable(servers, open_page, width, dark):
+    watched = open_page(servers.url("book/lessons/donate_argnums.html"), width=width, dark=dark)
+    page = watched.page
+    figure = page.locator("figure#fig-compile-reuse img")
+    figure.scroll_into_view_if_needed()
+    assert figure.is_visible()
+    size = figure.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width,"
+                           " img.getBoundingClientRect().right]")
+    assert size[0] > 0, "the compile-reuse figure did not load"
+    assert size[1] >= min(300, width - 60), f"the figure is drawn {size[1]}px wide"
+    assert size[2] <= width, "the figure runs off the screen"
+    glued = page.locator("span.pasted-text")
+    assert glued.count() > 0 and glued.first.is_visible()
+    screenshot(page.locator("figure#fig-compile-reuse"), f"figure-compile-reuse-{width}")
+
+    tree = open_page(servers.url("book/lessons/state_tree.html"), width=width, dark=dark).page
+    tables = tree.locator("div.cell_output pre", has_text="alias_size_in_bytes")
+    assert tables.count() >= 2, "no per-leaf alias tables on the state tree page"
+    for i in range(tables.count()):
+        table = tables.nth(i)
+        style = table.evaluate("""pre => { const s = getComputedStyle(pre), r = pre.getBoundingClientRect();
+            return {font: parseFloat(s.fontSize), overflow: s.overflowX, right: r.right,
+                    fg: s.color, bg: s.backgroundColor, wide: pre.scrollWidth > pre.clientWidth,
+                    focus: pre.getAttribute('tabindex')}; }""")
+        assert style["font"] >= 12, style
+        assert style["right"] <= width, f"alias table {i} runs off the screen: {style}"
+        if style["wide"]:  # a table wider than a phone scrolls inside its box, by keyboard too
+            assert style["overflow"] in ("auto", "scroll") and style["focus"] == "0", style
+        assert style["fg"] != style["bg"], style
+    screenshot(tables.first, f"alias-table-{width}-{'dark' if dark else 'light'}")
+    assert not watched.problems, watched.problems
+
+
+def test_a_lesson_cell_runs_in_the_page(servers, open_page):
+    watched = open_page(servers.url("book/lessons/donate_argnums.html"))
+    page = watched.page
+    bar = page.locator("nav.course-run")
+    assert bar.locator("a.course-run-lab").get_attribute("href") == (
+        f"{servers.jupyter}/lab/tree/lessons/donate_argnums.ipynb?token={servers.token}")
+    download = bar.locator("a.course-run-ipynb")
+    with page.expect_download() as info:
+        download.click()
+    saved = info.value.path()
+    assert b'"nbformat": 4' in open(saved, "rb").read()
+
+    bar.locator("button.course-run-here").click()
+    status = bar.locator(".course-run-status")
+    page.wait_for_function(
+        "() => /^(Ready|Could not)/.test(document.querySelector('.course-run-status').textContent)",
+        timeout=WAIT_MS)
+    assert status.inner_text().startswith("Ready"), status.inner_text()
+    cells = page.locator(".thebe-cell")
+    assert cells.count() >= 10
+    # run the lesson's first visible cell as written, then an edited one
+    first = cells.first
+    first.locator("button.thebe-run-button").click()
+    code = ("import jax, jax.numpy as jnp\n"
+            "x = jnp.arange(3.0)\n"
+            "y = jax.jit(lambda a: a * 2, donate_argnums=(0,))(x)\n"
+            "print('doubled', y.tolist(), 'donated', x.is_deleted())")
+    second = cells.nth(1)
+    second.locator(".CodeMirror").evaluate("(el, code) => el.CodeMirror.setValue(code)", code)
+    second.locator("button.thebe-run-button").click()
+    # thebe writes a cell's output where the page showed the built output
+    cell = page.locator("article div.cell").filter(has=page.locator(".thebe-cell")).nth(1)
+    output = cell.locator(".cell_output .jp-OutputArea-output")
+    output.filter(has_text="doubled").first.wait_for(timeout=WAIT_MS)
+    assert "doubled [0.0, 2.0, 4.0] donated True" in output.first.inner_text()
+    screenshot(page, "lesson-running-in-page")
+    assert not watched.problems, watched.problems
+
+
+def test_lessons_offer_jupyterlab_and_download(servers, open_page):
+    for lesson in LESSONS:
+        page = open_page(servers.url(f"book/lessons/{lesson}.html")).page
+        lab = page.locator("nav.course-run a.course-run-lab")
+        assert lab.get_attribute("href").startswith(f"{servers.jupyter}/lab/tree/lessons/{lesson}.ipynb")
+        assert (servers.workspace / "lessons" / f"{lesson}.ipynb").is_file()
+        assert page.locator("nav.course-run a.course-run-ipynb").get_attribute("download") == f"{lesson}.ipynb"
