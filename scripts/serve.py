@@ -17,6 +17,11 @@ import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 
 REPO = Path(__file__).resolve().parent.parent
 HOST = os.environ.get("HOST", "127.0.0.1")
+LANDING = "book/intro.html"
+
+
+def _stop(signum, _frame):
+    raise KeyboardInterrupt  # SIGTERM and SIGHUP clean up exactly like Ctrl-C
 
 
 def services():
@@ -25,7 +30,9 @@ def services():
     grader_port = os.environ.get("GRADER_PORT", "8001")
     jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
     return [
-        ("course site", f"http://{HOST}:{site_port}/" + jupyter_local.site_query(jupyter_port),
+        # The landing page itself, not the root: the root's meta-refresh drops the
+        # query string that hands the pages the JupyterLab token.
+        ("course site", f"http://{HOST}:{site_port}/{LANDING}" + jupyter_local.site_query(jupyter_port),
          [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
           "--directory", str(REPO / "_build" / "html")]),
         ("grading service", f"http://{HOST}:{grader_port}/api/health",
@@ -36,6 +43,9 @@ def services():
 
 
 def main():
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    parent = os.getppid()
     procs = []
     for label, url, argv in services():
         procs.append((label, subprocess.Popen(argv, cwd=REPO, start_new_session=True,
@@ -43,7 +53,8 @@ def main():
         print(f"==> {label}: {url}", flush=True)
     print("==> press Ctrl-C to stop", flush=True)
     try:
-        while all(p.poll() is None for _, p in procs):
+        # Stop too when whoever started us (make) is gone: no orphaned servers.
+        while all(p.poll() is None for _, p in procs) and os.getppid() == parent:
             time.sleep(0.5)
         for label, p in procs:
             if p.poll() is not None:
