@@ -11,10 +11,8 @@ def grade_file(path, name, exercise=None, limits=None, slot=0):
 
     ``exercise`` defaults to the one named by the path; ``limits`` is a
     :class:`autograder.sandbox.Limits`; ``slot`` picks the sandbox uid, so two
-    concurrent calls must use different slots. Never raises on bad submissions.
-    Judging runs pytest, which is not thread-safe: serialise calls to this
-    function, or run :func:`autograder.pipeline.execute` in threads and
-    :func:`autograder.pipeline.judge` under one lock.
+    concurrent calls should use different slots (each is leased to a distinct
+    sandbox uid either way). Never raises on bad submissions.
     """
     limits = limits or sandbox.Limits()
     sandbox.protect()

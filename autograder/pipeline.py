@@ -5,8 +5,9 @@
 3. :mod:`~autograder.grade` judges the observations with the hidden tests;
 4. :mod:`~autograder.results` writes Gradescope results atomically.
 
-Steps 1-2 run in worker threads (the learner's process does the work); step 3
-runs in the calling thread because pytest is not thread-safe.
+Step 2 runs in worker threads (the learner's process does the work); steps 3-4
+run in the calling thread as results arrive, so a class killed midway keeps
+every result written so far.
 """
 import functools
 import hashlib

@@ -3,8 +3,8 @@
 Each worker owns one sandbox slot; :func:`autograder.sandbox.lease_uid` turns
 it into a uid no other grader on the machine holds (and kills what a crashed
 grader left on it), so two learners' code never share a uid. Steps 1-2 of :mod:`autograder.pipeline` run
-in the worker; step 3 (pytest, not thread-safe) runs under one lock shared by
-all workers; the result is committed to the :class:`~autograder.service.store.Store`
+in the worker; step 3 runs under one lock shared by all workers (cheap, and it
+keeps the hidden-test modules' import single-threaded); the result is committed to the :class:`~autograder.service.store.Store`
 in the same statement that marks the row done. One more thread mirrors done
 results into nbgrader's gradebook, retrying until it succeeds.
 """
