@@ -9,7 +9,6 @@ import argparse
 import os
 import queue
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
@@ -63,10 +62,10 @@ def _grade_all(todo, limits, args, hide):
     for slot in range(max(1, args.jobs)):
         slots.put(slot)
 
-    def execute(sub, digest):
+    def grade(sub, digest):
         slot = slots.get()
         try:
-            return pipeline.execute(sub, limits, slot, digest, hide)
+            return pipeline.grade(sub, limits, slot, digest, hide)
         finally:
             slots.put(slot)
 
@@ -75,7 +74,7 @@ def _grade_all(todo, limits, args, hide):
     bar = tqdm(total=len(todo), unit="submission", disable=None, file=sys.stderr,
                bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}]")
     with bar, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(execute, sub, digest): (sub, digest) for sub, digest in todo}
+        futures = {pool.submit(grade, sub, digest): (sub, digest) for sub, digest in todo}
         for future in as_completed(futures):
             sub, digest = futures[future]
             failures += _finish(sub, digest, future, args.out, bar)
@@ -84,21 +83,18 @@ def _grade_all(todo, limits, args, hide):
 
 
 def _finish(sub, digest, future, out_dir, bar):
-    t0 = time.monotonic()
     try:
-        outcome = future.result()
+        data = future.result()
     except Exception as exc:  # a grader fault must still give this learner a result
-        outcome = sandbox.Outcome("error", f"the grader failed to run this submission ({exc})")
-    tests, output, status = pipeline.judge(sub, outcome, digest)
-    seconds = (outcome.seconds if outcome else 0.0) + time.monotonic() - t0
-    data = results.results_json(tests, output, status, digest, seconds,
-                                  outcome.output_tail if outcome else "")
+        data = pipeline.grader_fault(sub.exercise, exc, digest)
     try:
         results.write_results(out_dir, sub.name, data)
     except OSError as exc:
         print(f"{sub.name}: could not write results ({exc})", file=sys.stderr)
         return 1
-    bar.write(f"{sub.name}: {data['score']:g}/{data['max_score']:g} {status} ({seconds:.1f} s)"
+    status, output = data["extra_data"]["status"], data["output"]
+    bar.write(f"{sub.name}: {data['score']:g}/{data['max_score']:g} {status} "
+              f"({data['execution_time']:.1f} s)"
               + ("" if status == "graded" else f" - {output.splitlines()[0]}"), file=sys.stdout)
     sys.stdout.flush()
     return 0

@@ -5,16 +5,17 @@
 3. :mod:`~autograder.grade` judges the observations with the hidden tests;
 4. :mod:`~autograder.results` writes Gradescope results atomically.
 
-Step 2 runs in worker threads (the learner's process does the work); steps 3-4
-run in the calling thread as results arrive, so a class killed midway keeps
-every result written so far.
+:func:`grade` does steps 2-3 and is safe to call from worker threads (the
+learner's process does the work; judging is plain function calls); the caller
+writes each result as it arrives, so a class killed midway keeps every result
+written so far.
 """
 import functools
 import hashlib
-import sys
+import time
 from pathlib import Path
 
-from autograder import grade, sandbox
+from autograder import grade as hidden, results, sandbox
 
 
 @functools.lru_cache(maxsize=1)
@@ -29,11 +30,7 @@ def grader_digest():
 def digest(sub, limits):
     """Identity of what is graded: file bytes, exercise, grader code, limits (hex)."""
     h = hashlib.sha256()
-    try:
-        h.update(sub.path.read_bytes())
-    except OSError:
-        h.update(b"<unreadable>")
-    h.update(f"{sub.exercise}|{grader_digest()}|{limits}".encode())
+    h.update(f"{sub.sha256 or '<unreadable>'}|{sub.exercise}|{grader_digest()}|{limits}".encode())
     return h.hexdigest()
 
 
@@ -56,9 +53,29 @@ def execute(sub, limits, slot, hex_digest, hide=()):
     return sandbox.run(request, limits, slot)
 
 
+def grade(sub, limits, slot, hex_digest, hide=()):
+    """Steps 2-3 for a loaded submission: its results.json dict (never raises on bad input).
+
+    ``execution_time`` is the wall time of both steps, in seconds.
+    """
+    start = time.monotonic()
+    outcome = execute(sub, limits, slot, hex_digest, hide)
+    tests, output, status = judge(sub, outcome, hex_digest)
+    return results.results_json(tests, output, status, hex_digest, time.monotonic() - start,
+                                outcome.output_tail if outcome else "")
+
+
+def grader_fault(exercise, exc, hex_digest=""):
+    """A result for a submission the grader itself failed on (a bug, not the learner's)."""
+    message = (f"the grader failed on this submission ({type(exc).__name__}); "
+               "please tell your instructor")
+    return results.results_json(hidden.all_failed(exercise, message), message, "error",
+                                hex_digest, 0.0)
+
+
 def hidden_dirs(paths):
     """Folders holding submissions or results, minus any the grader itself needs."""
-    needed = [Path(__file__).resolve().parent.parent, Path(sys.prefix).resolve()]
+    needed = [Path(p) for p in sandbox.import_paths()]
     dirs = set()
     for path in map(Path, paths):
         path = path.resolve()
@@ -98,10 +115,10 @@ def _judge(sub, outcome, hex_digest):
         reason = (f"`{obs['missing']}` is not defined" if "missing" in obs
                   else f"the tests could not run: {obs['probe_error']}")
         return _failed(sub, "; ".join([reason] + notes), "incomplete")
-    tests = grade.judge(sub.exercise, obs, seed_for(hex_digest))
+    tests = hidden.judge(sub.exercise, obs, seed_for(hex_digest))
     output = "Graded." if not notes else "Graded. Problems while running your code: " + "; ".join(notes)
     return tests, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
 
 
 def _failed(sub, message, status):
-    return grade.all_failed(sub.exercise, message), message, status
+    return hidden.all_failed(sub.exercise, message), message, status

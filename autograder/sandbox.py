@@ -141,8 +141,8 @@ def supervise(request, limits, uid):
     try:
         raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
         _kill_all(pid, uid)
-        return _outcome(code, timed_out, raw, _tail(log_path), limits,
-                        time.monotonic() - start, _memory_sign(log_path))
+        tail, memory_hit = _read_log(log_path)
+        return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, memory_hit)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         Path(log_path).unlink(missing_ok=True)
@@ -221,11 +221,21 @@ def _tmpfs(libc, target):
     libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
 
 
-def _needed_paths():
-    """Folders the learner's process imports from: this repo and every site-packages."""
+def import_paths():
+    """Folders learner processes import from: this repo, then every site-packages.
+
+    The zygote's ``sys.path`` is built from this, and neither the private
+    mounts nor :func:`autograder.pipeline.hidden_dirs` may cover them.
+    """
     import sys
 
-    paths = {str(REPO)} | {os.path.realpath(p) for p in sys.path if p.endswith("site-packages")}
+    site = {os.path.realpath(p) for p in sys.path if p.endswith("site-packages")}
+    return [str(REPO), *sorted(site)]
+
+
+def _needed_paths():
+    """:func:`import_paths` without those nested in another (one bind mount each)."""
+    paths = import_paths()
     return sorted(p for p in paths if not any(p.startswith(q + "/") for q in paths if q != p))
 
 
@@ -323,25 +333,21 @@ def _owner(proc_dir):
         return None
 
 
-def _tail(log_path, size=2000):
-    try:
-        with open(log_path, "rb") as log:
-            log.seek(max(0, os.fstat(log.fileno()).st_size - size))
-            return log.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+def _read_log(log_path, window=65536, tail=2000):
+    """``(last tail characters, memory limit hit?)`` from the learner's log.
 
-
-def _memory_sign(log_path, window=65536):
-    """True when the start or end of the log shows the memory limit was hit."""
+    The memory signs are looked for in the first and last ``window`` bytes:
+    a MemoryError is often followed by a long abort trace.
+    """
     try:
         with open(log_path, "rb") as log:
             head = log.read(window)
             log.seek(max(0, os.fstat(log.fileno()).st_size - window))
-            text = (head + log.read()).decode("utf-8", "replace")
+            end = log.read().decode("utf-8", "replace")
     except OSError:
-        return False
-    return any(sign in text for sign in MEMORY_SIGNS)
+        return "", False
+    text = head.decode("utf-8", "replace") + end
+    return end[-tail:], any(sign in text for sign in MEMORY_SIGNS)
 
 
 def _outcome(code, timed_out, raw, tail, limits, seconds, memory_hit=False):

@@ -6,6 +6,7 @@ Loading never runs learner code and never raises on bad input: problems are
 returned as plain-words messages on the :class:`Submission`.
 """
 import functools
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,8 @@ class Submission:
     ``name`` is the file stem, or the student id in an nbgrader tree.
     ``unreadable`` is a message when nothing can be graded; ``attempted`` is
     False when the answer cell is still the released stub; ``notes`` are
-    warnings worth showing (e.g. an edited read-only cell).
+    warnings worth showing (e.g. an edited read-only cell); ``sha256`` is the
+    hex digest of the file's bytes (None when they could not be read).
     """
 
     name: str
@@ -44,6 +46,7 @@ class Submission:
     unreadable: str = None
     attempted: bool = True
     notes: list = field(default_factory=list)
+    sha256: str = None
 
 
 def find(paths):
@@ -117,6 +120,7 @@ def _read(sub, path):
     except OSError as exc:
         sub.unreadable = f"the file could not be opened: {exc.strerror}"
         return
+    sub.sha256 = hashlib.sha256(raw).hexdigest()
     if len(raw) > MAX_BYTES:
         sub.unreadable = f"the file is {len(raw) // 2**20} MiB, over the {MAX_BYTES // 2**20} MiB limit"
         return

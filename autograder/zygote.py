@@ -19,8 +19,6 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
-
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self):
@@ -80,11 +78,10 @@ class Zygote:
             self.ready = False
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
-            paths = [PACKAGE_PARENT] + [p for p in sys.path if p.endswith("site-packages")]
-            code = (f"import sys; sys.path[:0] = {paths!r}; "
-                    f"from autograder.zygote import main; main({self.path!r}, {tuple(exercises)!r})")
-            from autograder.sandbox import XLA_FLAGS
+            from autograder.sandbox import XLA_FLAGS, import_paths
 
+            code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
+                    f"from autograder.zygote import main; main({self.path!r}, {tuple(exercises)!r})")
             env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -2,10 +2,10 @@
 
 Each worker owns one sandbox slot; :func:`autograder.sandbox.lease_uid` turns
 it into a uid no other grader on the machine holds (and kills what a crashed
-grader left on it), so two learners' code never share a uid. Steps 1-2 of :mod:`autograder.pipeline` run
-in the worker; step 3 runs under one lock shared by all workers (cheap, and it
-keeps the hidden-test modules' import single-threaded); the result is committed to the :class:`~autograder.service.store.Store`
-in the same statement that marks the row done. One more thread mirrors done
+grader left on it), so two learners' code never share a uid. Each worker grades
+with :func:`autograder.api.grade_file`, the pipeline the command line uses; the
+result is committed to the :class:`~autograder.service.store.Store` in the same
+statement that marks the row done. One more thread mirrors done
 results into nbgrader's gradebook, retrying until it succeeds.
 """
 import logging
@@ -15,30 +15,18 @@ import time
 import traceback
 from pathlib import Path
 
-from autograder import grade, pipeline, results, submission
+from autograder import api, pipeline
 
 log = logging.getLogger("autograder.service")
 
 
-def grade_notebook(row, limits, slot, judge_lock):
+def grade_notebook(row, limits, slot):
     """The results.json dict for a claimed row (never raises on bad submissions)."""
     exercise = row["exercise"]
     with tempfile.TemporaryDirectory(prefix="service-") as tmp:
         path = Path(tmp) / f"{exercise}.ipynb"  # readable by the grader only
         path.write_bytes(row["notebook"])
-        sub = submission.load(row["learner"], path, None, exercise)
-        digest = pipeline.digest(sub, limits)
-        outcome = pipeline.execute(sub, limits, slot, digest)
-        with judge_lock:
-            tests, output, status = pipeline.judge(sub, outcome, digest)
-    seconds = outcome.seconds if outcome else 0.0
-    return results.results_json(tests, output, status, digest, seconds)
-
-
-def grader_fault(exercise, exc):
-    """A result for a submission the grader itself failed on (a bug, not the learner's)."""
-    message = f"the grader failed on this submission ({type(exc).__name__}); please tell your instructor"
-    return results.results_json(grade.all_failed(exercise, message), message, "error", "", 0.0)
+        return api.grade_file(path, row["learner"], exercise, limits, slot)
 
 
 class Workers:
@@ -47,7 +35,6 @@ class Workers:
     def __init__(self, store, mirror, limits, jobs=2, slot_base=100):
         self.store, self.mirror, self.limits = store, mirror, limits
         self.slots = [slot_base + i for i in range(max(1, jobs))]
-        self.judge_lock = threading.Lock()
         self.work = threading.Condition()
         self.sync_wanted = threading.Event()
         self.stopping = threading.Event()
@@ -86,10 +73,10 @@ class Workers:
                 continue
             start = time.monotonic()
             try:
-                result = grade_notebook(row, self.limits, slot, self.judge_lock)
+                result = grade_notebook(row, self.limits, slot)
             except Exception as exc:  # a grader bug must still give the learner an answer
                 log.error("grading %s failed:\n%s", row["id"], traceback.format_exc())
-                result = grader_fault(row["exercise"], exc)
+                result = pipeline.grader_fault(row["exercise"], exc)
             if self.stopping.is_set():
                 return  # stays 'running': requeued and graded at the next start
             self.store.finish(row["id"], result)
