@@ -110,6 +110,17 @@ def test_no_learner_process_survives(hostile):
     assert sandbox_processes() == []
 
 
+def test_escaped_children_are_killed_on_their_own(released_course, tmp_path):
+    """Graded alone: in the class run a later submission's kill(-1) could hide a leak."""
+    nb = with_answer(released_notebook(released_course),
+                     (HOSTILE / "escaping_children.py").read_text())
+    (tmp_path / "escaping_children.ipynb").write_text(json.dumps(nb))
+    proc = grade(tmp_path / "escaping_children.ipynb", "--out", tmp_path / "out", *LIMITS)
+    proc.communicate(timeout=300)
+    assert json.loads((tmp_path / "out" / "escaping_children" / "results.json").read_text())["score"] == 10
+    assert sandbox_processes() == []
+
+
 def test_nothing_written_outside_scratch(hostile):
     assert [p for p in ESCAPES if p.exists()] == []
 
