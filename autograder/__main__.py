@@ -30,6 +30,10 @@ def parse(argv):
 
 def main(argv=None):
     args = parse(argv)
+    missing = [p for p in args.paths if not os.path.lexists(p)]
+    if missing:  # a typo must not become a learner's zero
+        print(f"no such file or folder: {', '.join(missing)}; nothing graded", file=sys.stderr)
+        return 2
     found, skipped = submission.find(args.paths)
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)

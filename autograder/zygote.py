@@ -10,6 +10,7 @@ import atexit
 import json
 import os
 import select
+import shutil
 import socket
 import socketserver
 import subprocess
@@ -40,6 +41,7 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
         """
         super().service_actions()
         if select.select([sys.stdin], [], [], 0)[0] and not os.read(sys.stdin.fileno(), 1):
+            shutil.rmtree(os.path.dirname(self.server_address), ignore_errors=True)
             os._exit(0)
 
 
@@ -113,9 +115,12 @@ class Zygote:
         return sandbox.from_json(line)
 
     def stop(self):
+        """Kill the zygote and remove its socket folder."""
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.path:
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
 
 _shared = Zygote()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 
@@ -29,10 +30,14 @@ def services():
     site_port = os.environ.get("PORT", "8000")
     grader_port = os.environ.get("GRADER_PORT", "8001")
     jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
+    grader_url = f"http://{HOST}:{grader_port}"
+    query = jupyter_local.site_query(jupyter_port)
+    if grader_port != "8001":  # the pages' default (book/_static/grader.js)
+        query += "&grader=" + quote(grader_url, safe="")
     return [
         # The landing page itself, not the root: the root's meta-refresh drops the
         # query string that hands the pages the JupyterLab token.
-        ("course site", f"http://{HOST}:{site_port}/{LANDING}" + jupyter_local.site_query(jupyter_port),
+        ("course site", f"http://{HOST}:{site_port}/{LANDING}" + query,
          [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
           "--directory", str(REPO / "_build" / "html")]),
         ("grading service", f"http://{HOST}:{grader_port}/api/health",
@@ -42,13 +47,21 @@ def services():
     ]
 
 
+def child_env():
+    """The servers' environment: JupyterLab's kernels get the grading service's
+    address as GRADER_URL, which the notebooks' submit cells read (their
+    default is http://127.0.0.1:8001)."""
+    return dict(os.environ, GRADER_URL=f"http://{HOST}:{os.environ.get('GRADER_PORT', '8001')}")
+
+
 def main():
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGHUP, _stop)
     parent = os.getppid()
     procs = []
+    env = child_env()
     for label, url, argv in services():
-        procs.append((label, subprocess.Popen(argv, cwd=REPO, start_new_session=True,
+        procs.append((label, subprocess.Popen(argv, cwd=REPO, start_new_session=True, env=env,
                                               stdout=subprocess.DEVNULL)))
         print(f"==> {label}: {url}", flush=True)
     print("==> press Ctrl-C to stop", flush=True)

@@ -124,8 +124,10 @@ def _helpers(obs):
 def _describe(helpers):
     if not helpers:
         return "no jitted function taking (state, delta) was compiled"
-    return "; ".join(f"{m['module']} donates {sum(m['donated'])} of its 2 arguments"
-                     for m in helpers)
+    # One line per distinct helper: the same one is lowered once per input length.
+    lines = dict.fromkeys(f"{m['module']} donates {sum(m['donated'])} of its 2 arguments"
+                          for m in helpers)
+    return "; ".join(lines)
 
 
 # Which module argument is `state` is not read from its position: keyword

@@ -175,6 +175,7 @@ def setup(app: Sphinx) -> dict:
     defaults = {"host": JUPYTER.DEFAULT_HOST, "port": JUPYTER.DEFAULT_PORT, "token": JUPYTER.DEFAULT_TOKEN}
     app.add_js_file(None, body=f"window.COURSE_JUPYTER = {json.dumps(defaults)};")
     app.add_js_file("course-run.js", defer="defer")
+    app.add_js_file("grader.js", defer="defer")  # acts only on pages with a submit form
     app.add_css_file("course-run.css")
     # Pages are rewritten when this extension changes (Sphinx re-reads when env_version differs).
     env_version = int(hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8], 16)

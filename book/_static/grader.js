@@ -1,20 +1,37 @@
 /* Submit an exercise notebook to the course's grading service and show the feedback.
  *
- * Used by the exercise pages: a block with data-grader-exercise="<name>" holds a
- * learner-id field, a file picker and a button (see book/exercises/*.md). The
- * service URL is http://<this host>:8001 unless the page URL says ?grader=<url>
- * (or the block has data-grader-url). Nothing here loads anything from elsewhere.
+ * Used by the exercise pages: an empty block <div data-grader-exercise="<name>">
+ * (see book/exercises/*.md) gets a learner-id field, a file picker and a button.
+ * The service URL is http://<this host>:8001 unless a site URL said
+ * ?grader=<url> (make serve prints one when GRADER_PORT is not 8001; it is
+ * remembered in localStorage like the JupyterLab address, so every page has it)
+ * or the block has data-grader-url. Nothing here loads anything from elsewhere.
  */
 (function () {
   "use strict";
   var LEARNER = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 
+  // Remembered on every page of the site, so the URL make serve prints (which
+  // opens the home page) carries the address to the exercise pages.
+  var GIVEN = new URLSearchParams(window.location.search).get("grader");
+  try {
+    if (GIVEN) localStorage.setItem("course-grader-url", GIVEN);
+    else GIVEN = localStorage.getItem("course-grader-url");
+  } catch (e) {}
+
   function serviceUrl(root) {
-    var fromPage = new URLSearchParams(window.location.search).get("grader");
+    var fromPage = GIVEN;
     var host = window.location.hostname || "127.0.0.1";
     var url = fromPage || root.getAttribute("data-grader-url") || ("http://" + host + ":8001");
     return url.replace(/\/+$/, "");
   }
+
+  var FORM = '<form>' +
+    '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required></label>' +
+    '<label>Notebook <input id="grader-file" name="notebook" type="file" accept=".ipynb" required></label>' +
+    '<button id="grader-submit" type="submit">Submit for grading</button></form>' +
+    '<p id="grader-status" class="grader-status" role="status" aria-live="polite"></p>' +
+    '<div id="grader-feedback" class="grader-feedback"></div>';
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -61,6 +78,8 @@
   }
 
   function init(root) {
+    root.classList.add("grader");
+    if (!root.querySelector("form")) root.innerHTML = FORM; // fixed markup, no data in it
     var form = root.querySelector("form");
     var learner = root.querySelector("[name=learner]");
     var file = root.querySelector("[name=notebook]");

@@ -22,6 +22,15 @@ def test_printed_site_url_is_a_real_page_keeping_the_token(built_site):
     assert "token=" in parts.query
 
 
+def test_a_moved_grading_service_is_named_in_the_site_url(monkeypatch):
+    monkeypatch.setenv("GRADER_PORT", "9801")
+    url = serve.services()[0][1]
+    assert "grader=http%3A%2F%2F127.0.0.1%3A9801" in urlsplit(url).query
+    assert serve.child_env()["GRADER_URL"] == "http://127.0.0.1:9801"  # for the submit cells
+    monkeypatch.setenv("GRADER_PORT", "8001")  # the pages' default needs no parameter
+    assert "grader=" not in serve.services()[0][1]
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -86,6 +86,14 @@ def test_feedback_says_what_was_checked_and_hides_test_source(graded):
             assert "Traceback" not in test["output"]
 
 
+def test_feedback_names_each_compiled_helper_once():
+    """A helper jitted inside the function is lowered once per call; say it once."""
+    from autograder.hidden import test_update_with_donate as hidden
+
+    module = {"module": "jit__lambda", "args": ["tensor<32xf32>"] * 2, "donated": [False, False]}
+    assert hidden._describe([module] * 4) == "jit__lambda donates 0 of its 2 arguments"
+
+
 def test_summary_matches_results_on_disk(graded):
     out, _ = graded
     rows = list(csv.DictReader((out / "summary.csv").open()))

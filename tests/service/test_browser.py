@@ -2,7 +2,8 @@
 
 The site is built with the same strict jupyter-book command as ``make book``
 (incremental) and served on a free port; the page talks to the test service
-through CORS, found via ``?grader=<url>``.
+through CORS, found via ``?grader=<url>`` given once, on another page of the
+site (as in the URL ``make serve`` prints), and remembered.
 """
 import json
 import os
@@ -62,7 +63,8 @@ def test_submit_from_the_exercise_page(site, service, browser, course_template, 
     page.on("request", lambda r: requests.append(r.url))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda exc: crashes.append(f"{exc}\n{exc.stack}"))
-    page.goto(f"{site}{PAGE}?grader={service.url}")
+    page.goto(f"{site}book/intro.html?grader={service.url}")
+    page.goto(f"{site}{PAGE}")
 
     for sample, score in (("reference", "10 / 10"), ("wrong_arithmetic", "7 / 10")):
         path = tmp_path / f"{sample}.ipynb"
@@ -94,4 +96,15 @@ def test_submit_from_the_exercise_page(site, service, browser, course_template, 
     page.click("#grader-submit")
     page.wait_for_selector("#grader-status:has-text('Not graded: notebook must be')",
                            timeout=60_000)
+    page.close()
+
+
+@pytest.mark.parametrize("exercise", ["update_with_donate", "donation_report", "fix_training_loop"])
+def test_every_exercise_page_has_a_submit_form(site, browser, exercise):
+    page = browser.new_page()
+    page.goto(f"{site}book/exercises/{exercise}.html")
+    form = page.locator(f"[data-grader-exercise={exercise}] form")
+    assert form.locator("#grader-learner").is_visible()
+    assert form.locator("#grader-file").count() == 1
+    assert form.locator("#grader-submit").is_visible()
     page.close()
