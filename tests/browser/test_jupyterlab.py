@@ -41,11 +41,16 @@ def test_exercise_notebook_opens_runs_and_validates(servers, open_page):
                           timeout=WAIT_MS)
 
     # write the answer in the marked cell, run it and the self-check cell
+    # Each key press waits for what it needs: on a loaded machine a press sent
+    # before the editor has focus, or before the text is in, runs the stub.
     answer = panel.locator(".jp-CodeCell").first
     answer.locator(".cm-content").click()
+    answer.locator(".cm-editor.cm-focused").wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Control+a")
     lab.keyboard.insert_text(ANSWER)
+    answer.locator(".cm-content", has_text="donate_argnums=(0,)").wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Shift+Enter")          # the answer
+    answer.locator(".jp-InputPrompt", has_text=re.compile(r"\[\d+\]")).wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Shift+Enter")          # the self-check heading (markdown)
     lab.keyboard.press("Shift+Enter")          # the self-check cell
     check = panel.locator(".jp-CodeCell").nth(1)
