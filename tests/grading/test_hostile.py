@@ -25,7 +25,7 @@ from tests.grading.hostile_builders import BUILDERS
 HOSTILE = SAMPLES.parent / "hostile"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 EXPECTED.pop("_comment")
-LIMITS = ["--timeout", "6", "--memory-mib", "3072", "--jobs", "2"]
+LIMITS = ["--timeout", "10", "--memory-mib", "3072", "--jobs", "2"]
 SANDBOX_UIDS = range(61000, 62000)
 ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
            Path("/etc/hostile-was-here"), Path("/run/lock/hostile-was-here"),
