@@ -19,29 +19,37 @@ import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 REPO = Path(__file__).resolve().parent.parent
 HOST = os.environ.get("HOST", "127.0.0.1")
 LANDING = "book/intro.html"
+DEFAULT_GRADER_PORT = "8001"  # also the default of book/_static/grader.js and the submit cells
 
 
 def _stop(signum, _frame):
     raise KeyboardInterrupt  # SIGTERM and SIGHUP clean up exactly like Ctrl-C
 
 
+def grader_port():
+    return os.environ.get("GRADER_PORT", DEFAULT_GRADER_PORT)
+
+
+def grader_url():
+    """The grading service's address, as the pages and notebooks need it."""
+    return f"http://{HOST}:{grader_port()}"
+
+
 def services():
     """``[(label, url, argv)]`` for every server ``make serve`` runs."""
     site_port = os.environ.get("PORT", "8000")
-    grader_port = os.environ.get("GRADER_PORT", "8001")
     jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
-    grader_url = f"http://{HOST}:{grader_port}"
     query = jupyter_local.site_query(jupyter_port)
-    if grader_port != "8001":  # the pages' default (book/_static/grader.js)
-        query += "&grader=" + quote(grader_url, safe="")
+    if grader_port() != DEFAULT_GRADER_PORT:
+        query += "&grader=" + quote(grader_url(), safe="")
     return [
         # The landing page itself, not the root: the root's meta-refresh drops the
         # query string that hands the pages the JupyterLab token.
         ("course site", f"http://{HOST}:{site_port}/{LANDING}" + query,
          [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
           "--directory", str(REPO / "_build" / "html")]),
-        ("grading service", f"http://{HOST}:{grader_port}/api/health",
-         [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port]),
+        ("grading service", f"{grader_url()}/api/health",
+         [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port()]),
         ("learner JupyterLab", jupyter_local.lab_url("127.0.0.1", jupyter_port, jupyter_local.token()),
          [sys.executable, str(REPO / "scripts" / "jupyter_local.py"), "serve", "--port", jupyter_port]),
     ]
@@ -51,7 +59,7 @@ def child_env():
     """The servers' environment: JupyterLab's kernels get the grading service's
     address as GRADER_URL, which the notebooks' submit cells read (their
     default is http://127.0.0.1:8001)."""
-    return dict(os.environ, GRADER_URL=f"http://{HOST}:{os.environ.get('GRADER_PORT', '8001')}")
+    return dict(os.environ, GRADER_URL=grader_url())
 
 
 def main():

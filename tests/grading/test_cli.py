@@ -1,4 +1,5 @@
-"""`python -m autograder` refuses bad usage before grading anything."""
+"""`python -m autograder` refuses bad usage before grading anything, and leaves
+no zygote socket folder behind."""
 import os
 import subprocess
 import sys
