@@ -287,3 +287,28 @@ EXPECTED = {
     "state_tree": state_tree_values,
     "lifetimes": lifetimes_values,
 }
+
+
+# --------------------------------------------------------------------------- lesson 5
+@lru_cache(None)
+def sharded_state_values() -> dict[str, str]:
+    """The sharded_state lesson's values, from recompute_sharded.py in its own process.
+
+    Eight CPU devices need `jax_num_cpu_devices` set before JAX's backend starts,
+    and this process has already started it with one device for the lessons above.
+    """
+    import json  # here, with the one function that needs them: this block merges alone
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).with_name("recompute_sharded.py")
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, JAX_PLATFORMS="cpu"),
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout)
+
+
+EXPECTED["sharded_state"] = sharded_state_values
