@@ -216,6 +216,7 @@ def train_step_values(v: dict) -> None:
     v["opt_replicated_bytes"] = sum(x.nbytes for x in leaves if x.sharding.is_fully_replicated)
     v["opt_count_devices"] = len(_adam.init({"w": jnp.zeros(8)})[0].count.devices())
     v["opt_leaf_devices"] = min(len(x.devices()) for x in leaves)
+    v["opt_hidden"] = state[0]["dense0"]["w"].shape[1]
     del state, leaves
 
     result = {}
@@ -238,6 +239,7 @@ def train_step_values(v: dict) -> None:
     v["opt_n_steps"] = epochs * len(batches)
     v["opt_loss_bytes"] = jnp.dtype(jnp.float32).itemsize
     v["opt_alias_bytes"] = donating.alias_size_in_bytes
+    v["opt_alias_plain"] = plain.alias_size_in_bytes
     v["opt_alias_total"] = donating.alias_size_in_bytes * N
     v["opt_growth_plain"] = top_p - before_p
     v["opt_growth_donate"] = top_d - before_d
