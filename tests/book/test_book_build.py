@@ -111,3 +111,36 @@ def test_a_rebuild_with_nothing_changed_executes_no_notebook():
     assert "Executing notebook" not in log, "a rebuild re-executed a lesson"
     for lesson in LESSONS:
         assert f"book/lessons/{lesson}.md: Using cached notebook" in log, lesson
+
+
+# --------------------------------------------------------------------------- lesson 5
+EARLIER_PAGE = """
+# Uses JAX first
+
+```{code-cell} ipython3
+import jax.numpy as jnp
+print(float(jnp.ones(3).sum()))
+```
+"""
+
+EIGHT_DEVICES_PAGE = """
+# Asks for eight devices
+
+```{code-cell} ipython3
+import jax
+jax.config.update("jax_num_cpu_devices", 8)
+print("devices:", len(jax.devices()))
+```
+"""
+
+
+def test_a_later_page_gets_a_fresh_kernel_for_jax_num_cpu_devices(tmp_path):
+    # The sharded_state lesson sets jax_num_cpu_devices in its first cell, which
+    # raises in a kernel where JAX already ran: the build must give each page its own.
+    book = tiny_book(tmp_path, EARLIER_PAGE)
+    (book / "sharded.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(EIGHT_DEVICES_PAGE), encoding="utf-8")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: page\nchapters:\n  - file: sharded\n", encoding="utf-8")
+    result = build_book(book)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    built = (book / "_build/html/sharded.html").read_text(encoding="utf-8")
+    assert "devices: 8" in built
