@@ -13,9 +13,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "_build" / "html"
 LESSONS = ("donate_argnums", "state_tree", "lifetimes")
-# the sharded lesson, on its own line so lessons added above merge cleanly
-LESSONS = LESSONS + ("sharded_state",)
 BUILD_FLAGS = ["--warningiserror", "--nitpick", "--keep-going", "--builder", "html"]
+# the sharded lesson, apart from the tuple so lessons added there merge cleanly
+LESSONS = LESSONS + ("sharded_state",)
 
 
 def jupyter_book() -> str:

@@ -90,6 +90,40 @@ def test_compile_reuse_figure_is_an_image_on_the_page(built_site):
     assert "compiled" in figure.group(0) and "reused" in figure.group(0)
 
 
+# --------------------------------------------------------------------------- lesson 5
+def test_sharded_lesson_ran_on_eight_devices_and_shows_the_per_shard_warning(built_site):
+    text = page(built_site, "book/lessons/sharded_state.html")
+    # the executed first cell listed eight CPU devices, so the kernel was fresh
+    assert "CpuDevice(id=7)" in text and "CpuDevice(id=8)" not in text
+    # the warning is printed from warnings.catch_warnings: the per-shard shape, no file path
+    assert "UserWarning: Some donated buffers were not usable: float32[8]." in text
+    assert "site-packages" not in text and "mlir.py" not in text
+    assert 'class="output stderr' not in text, "a warning reached the page through stderr"
+
+
+def test_sharded_lesson_figure_is_an_image_on_the_page(built_site):
+    path = built_site / "book/lessons/sharded_state.html"
+    text = path.read_text(encoding="utf-8")
+    figure = re.search(r'<figure[^>]*id="fig-sharded-live-bytes".*?</figure>', text, re.S)
+    assert figure, "no figure with id fig-sharded-live-bytes on the sharded_state page"
+    img = re.search(r'<img[^>]*src="([^"]+)"', figure.group(0))
+    assert img, "the live-bytes figure has no image"
+    target = resolve(path, img.group(1))
+    assert target.is_file() and target.stat().st_size > 2000, target
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the figure is not a PNG"
+
+
+def test_sharded_lesson_links_the_exercises_it_names(built_site):
+    path = built_site / "book/lessons/sharded_state.html"
+    # the lesson's own text: the site navigation links every exercise on every page
+    article = re.search(r'<article class="bd-article"[^>]*>(.*?)</article>',
+                        path.read_text(encoding="utf-8"), re.S)
+    assert article, "no article element on the sharded_state page"
+    hrefs = {resolve(path, href).name for _, href, _ in links(article.group(1))
+             if href and not urlparse(href).scheme}
+    assert {"donation_report.html", "fix_training_loop.html"} <= hrefs, hrefs
+
+
 def test_jump_to_task_link_resolves(built_site):
     path = built_site / "book/lessons/donate_argnums.html"
     jumps = [href for _, href, t in links(path.read_text(encoding="utf-8")) if t == "jump to the task"]
@@ -146,33 +180,3 @@ def test_lessons_show_the_expected_live_errors_and_warning(built_site):
     assert "previously donated in the same call" in first
     tree = page(built_site, "book/lessons/state_tree.html")
     assert "Some donated buffers were not usable: int32[]" in tree
-
-
-# --------------------------------------------------------------------------- lesson 5
-def test_sharded_lesson_ran_on_eight_devices_and_shows_the_per_shard_warning(built_site):
-    text = page(built_site, "book/lessons/sharded_state.html")
-    # the executed first cell listed eight CPU devices, so the kernel was fresh
-    assert "CpuDevice(id=7)" in text and "CpuDevice(id=8)" not in text
-    # the warning is printed from warnings.catch_warnings: the per-shard shape, no file path
-    assert "UserWarning: Some donated buffers were not usable: float32[8]." in text
-    assert "site-packages" not in text and "mlir.py" not in text
-    assert 'class="output stderr' not in text, "a warning reached the page through stderr"
-
-
-def test_sharded_lesson_figure_is_an_image_on_the_page(built_site):
-    path = built_site / "book/lessons/sharded_state.html"
-    text = path.read_text(encoding="utf-8")
-    figure = re.search(r'<figure[^>]*id="fig-sharded-live-bytes".*?</figure>', text, re.S)
-    assert figure, "no figure with id fig-sharded-live-bytes on the sharded_state page"
-    img = re.search(r'<img[^>]*src="([^"]+)"', figure.group(0))
-    assert img, "the live-bytes figure has no image"
-    target = resolve(path, img.group(1))
-    assert target.is_file() and target.stat().st_size > 2000, target
-    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the figure is not a PNG"
-
-
-def test_sharded_lesson_links_the_exercises_it_names(built_site):
-    path = built_site / "book/lessons/sharded_state.html"
-    hrefs = {resolve(path, href).name for _, href, _ in links(path.read_text(encoding="utf-8"))
-             if href and not urlparse(href).scheme}
-    assert {"donation_report.html", "fix_training_loop.html"} <= hrefs, hrefs
