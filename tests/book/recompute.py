@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import math
 import os
 import re
 import warnings
@@ -19,6 +20,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 import optax  # noqa: E402
 
 
@@ -88,6 +90,10 @@ def donate_argnums_values() -> dict[str, str]:
 
     two = jax.jit(lambda p, g: (jnp.linalg.norm(g), p - 0.1 * g), donate_argnums=(0,))
     v["multi_alias_map"] = entry(two.lower(p, g).compile(), "input_output_alias")
+    both_fit = jax.jit(lambda p, g: (p * 2, p - g), donate_argnums=(0,))
+    v["order_alias_map"] = entry(both_fit.lower(p, g).compile(), "input_output_alias")
+    t = jnp.ones((4, 6), jnp.float32)
+    v["reshape_alias_bytes"] = alias_bytes(jax.jit(lambda t: (t * 2).T, donate_argnums=0).lower(t).compile())
 
     add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
     lengths = [32, 64, 32, 32, 64, 64, 32]
@@ -266,15 +272,17 @@ def lifetimes_values() -> dict[str, str]:
                 st, new, loss = new, None, None
         live[donate], losses[donate] = top - base, seen
 
-    def growth(m):
-        return m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes
-
+    v["cpu_memory_stats"] = jax.devices()[0].memory_stats()
+    m = plan[True]
+    v["peak_extra_bytes"] = m.peak_memory_in_bytes - (
+        m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes
+    )
     v["plan_alias_bytes"] = plan[True].alias_size_in_bytes
     v["plan_temp_plain"] = plan[False].temp_size_in_bytes
     v["plan_temp_donate"] = plan[True].temp_size_in_bytes
-    v["plan_growth_plain_mb"] = f"{growth(plan[False]) / 1e6:.2f}"
-    v["plan_growth_donate_mb"] = f"{growth(plan[True]) / 1e6:.2f}"
-    v["plan_drop_pct"] = f"{100 * (1 - growth(plan[True]) / growth(plan[False])):.0f}"
+    v["plan_peak_plain_mb"] = f"{plan[False].peak_memory_in_bytes / 1e6:.2f}"
+    v["plan_peak_donate_mb"] = f"{plan[True].peak_memory_in_bytes / 1e6:.2f}"
+    v["plan_drop_bytes"] = plan[False].peak_memory_in_bytes - plan[True].peak_memory_in_bytes
     v["live_growth_plain_mb"] = f"{live[False] / 1e6:.2f}"
     v["live_growth_donate_mb"] = f"{live[True] / 1e6:.2f}"
     v["live_growth_donate_bytes"] = live[True]
@@ -282,10 +290,137 @@ def lifetimes_values() -> dict[str, str]:
     return {k: str(x) for k, x in v.items()}
 
 
+# --------------------------------------------------------------------------- lesson 4
+def _offered_aliased(jitted, *args, **kwargs) -> tuple[int, int]:
+    lowered = jitted.lower(*args, **kwargs)
+    offered = sum(
+        math.prod(a.shape) * a.dtype.itemsize for a in jax.tree.leaves(lowered.args_info) if a.donated
+    )
+    return offered, alias_bytes(lowered.compile())
+
+
+def _consumed(fn, make_arg) -> bool:
+    """Call fn on a fresh argument; True when the runtime consumed (deleted) it."""
+    arg = make_arg()
+    fn(arg)
+    return arg.is_deleted()
+
+
+def _ones(n=1024):
+    return jnp.ones(n, jnp.float32)
+
+
+@lru_cache(None)
+def silent_donation_values() -> dict[str, str]:
+    v = {}
+
+    def times_two(x):
+        return 2 * x
+
+    ok = jax.jit(times_two, donate_argnums=0)
+    v["healthy_offered"], v["healthy_aliased"] = _offered_aliased(ok, _ones())
+    v["healthy_deleted"] = _consumed(ok, _ones)
+
+    def times_three(x):
+        return 3 * x
+
+    try:
+        jax.config.update("jax_debug_nans", True)
+        under_flag = jax.jit(times_three, donate_argnums=0)
+        v["nans_on_deleted"] = _consumed(under_flag, _ones)
+    finally:
+        jax.config.update("jax_debug_nans", False)
+    v["nans_off_deleted"] = _consumed(under_flag, _ones)
+    again = jax.jit(times_three, donate_argnums=0)
+    v["nans_rewrapped_deleted"] = _consumed(again, _ones)
+    v["nans_rewrapped_aliased"] = _offered_aliased(again, _ones())[1]
+    jax.clear_caches()
+    v["nans_cleared_deleted"] = _consumed(under_flag, _ones)
+
+    inner = jax.jit(times_two, donate_argnums=0)
+    v["nested_deleted"] = _consumed(jax.jit(lambda x: inner(x) + 1), _ones)
+
+    loss = jax.jit(lambda w, x: ((w * x) ** 2).sum(), donate_argnums=0)
+    w = _ones(8)
+    jax.grad(loss)(w, _ones(8))
+    v["grad_w_deleted"] = w.is_deleted()
+
+    def overwrite_velocity(s, g):
+        return {"w": s["w"] - 0.1 * g, "velocity": 0.5 * g}
+
+    def overwrite_velocity_kept(s, g):
+        return {"w": s["w"] - 0.1 * g, "velocity": 0.5 * g}
+
+    def state():
+        return {"w": _ones(256), "velocity": jnp.zeros(256, jnp.float32)}
+
+    g = _ones(256)
+    dropped = jax.jit(overwrite_velocity, donate_argnums=0)
+    v["unused_offered"], v["unused_aliased"] = _offered_aliased(dropped, state(), g)
+    s = state()
+    dropped(s, g)
+    v["unused_velocity_deleted"] = s["velocity"].is_deleted()
+    kept = jax.jit(overwrite_velocity_kept, donate_argnums=0, keep_unused=True)
+    v["kept_aliased"] = _offered_aliased(kept, state(), g)[1]
+    s = state()
+    kept(s, g)
+    v["kept_velocity_deleted"] = s["velocity"].is_deleted()
+
+    x = jnp.arange(1024, dtype=jnp.float32)
+    view = np.asarray(x)
+    v["view_zero_copy"] = view.__array_interface__["data"][0] == x.unsafe_buffer_pointer()
+    ok(x)
+    v["view_x_deleted"] = x.is_deleted()
+    del view
+    x = jnp.arange(1024, dtype=jnp.float32)
+    copy = np.array(x)
+    where = x.unsafe_buffer_pointer()
+    v["view_copy_in_place"] = ok(x).unsafe_buffer_pointer() == where
+    del copy
+    x = jnp.arange(1024, dtype=jnp.float32)
+    view = np.asarray(x)
+    del view
+    ok(x)
+    v["view_freed_deleted"] = x.is_deleted()
+
+    ema = jax.jit(lambda t: {"params": t["params"] * 0.9, "ema": t["ema"]}, donate_argnums=0)
+    p = _ones(256)
+    try:
+        ema({"params": p, "ema": p})
+    except jax.errors.JaxRuntimeError as err:
+        v["twice_reason"] = str(err).split("INVALID_ARGUMENT: ")[1].split(" (")[0]
+    v["twice_params_deleted"] = p.is_deleted()
+
+    def no_wraps(fn):
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    by_keyword = jax.jit(no_wraps(lambda params, grads: params - grads), donate_argnums=0)
+    v["kw_offered"] = _offered_aliased(by_keyword, params=_ones(256), grads=_ones(256))[0]
+
+    grid = jnp.zeros((512, 512), jnp.float32)
+
+    def plan(fn):
+        c = jax.jit(fn, donate_argnums=0).lower(grid).compile()
+        return c.memory_analysis(), c.as_text().count(" copy(")
+
+    v["grid_nbytes"] = grid.nbytes
+    v["bump_temp"] = plan(lambda x: x.at[0, 0].add(1.0))[0].temp_size_in_bytes
+    mem, copies = plan(lambda x: (x.at[0, 0].set(1.0), x[0, 0]))
+    v["report_alias"] = mem.alias_size_in_bytes
+    v["report_temp"] = mem.temp_size_in_bytes
+    v["report_copies"] = copies
+    v["split_temp"] = plan(lambda x: x.at[0, 0].set(1.0))[0].temp_size_in_bytes
+    return {k: str(x) for k, x in v.items()}
+
+
 EXPECTED = {
     "donate_argnums": donate_argnums_values,
     "state_tree": state_tree_values,
     "lifetimes": lifetimes_values,
+    "silent_donation": silent_donation_values,
 }
 
 

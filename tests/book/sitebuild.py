@@ -12,7 +12,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "_build" / "html"
-LESSONS = ("donate_argnums", "state_tree", "lifetimes")
+LESSONS = ("donate_argnums", "state_tree", "lifetimes", "silent_donation")
 BUILD_FLAGS = ["--warningiserror", "--nitpick", "--keep-going", "--builder", "html"]
 # the sharded lesson, apart from the tuple so lessons added there merge cleanly
 LESSONS = LESSONS + ("sharded_state",)
