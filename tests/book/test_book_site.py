@@ -134,6 +134,28 @@ def test_jump_to_task_link_resolves(built_site):
         assert target.name == "update_with_donate.html"
 
 
+# The graded exercise each lesson leads to (the page a lesson must link).
+EXERCISE_OF_LESSON = {
+    "donate_argnums": "update_with_donate",
+    "state_tree": "donation_report",
+    "lifetimes": "fix_training_loop",
+    "silent_donation": "silent_donation",
+}
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_lesson_links_the_exercise_built_on_it(built_site, lesson):
+    path = built_site / f"book/lessons/{lesson}.html"
+    exercise = built_site / f"book/exercises/{EXERCISE_OF_LESSON[lesson]}.html"
+    # an exercise still being written is reached through the exercise index
+    expected = exercise if exercise.is_file() else built_site / "book/exercises/index.html"
+    # the lesson's own text, not the site navigation (which links every page)
+    article = re.search(r'<article class="bd-article"[^>]*>(.*?)</article>', path.read_text(encoding="utf-8"), re.S)
+    assert article, f"{lesson}: no article element on the page"
+    targets = {resolve(path, href) for _, href, _ in links(article.group(1)) if href}
+    assert expected.resolve() in targets, f"{lesson} does not link {expected.relative_to(built_site)}"
+
+
 def test_download_link_serves_the_released_notebook(built_site):
     path = built_site / "book/exercises/update_with_donate.html"
     downloads = [h for cls, h, _ in links(path.read_text(encoding="utf-8")) if "download" in cls]
@@ -180,3 +202,8 @@ def test_lessons_show_the_expected_live_errors_and_warning(built_site):
     assert "previously donated in the same call" in first
     tree = page(built_site, "book/lessons/state_tree.html")
     assert "Some donated buffers were not usable: int32[]" in tree
+    silent = page(built_site, "book/lessons/silent_donation.html")
+    assert "Attempt to donate the same buffer twice" in silent  # the same array in two leaves
+    assert "Array has been deleted" in silent  # w, consumed under jax.grad
+    assert "Some donated buffers were not usable: float32[8]" in silent  # the direct loss call
+    assert "donated_invars=(True, False)" in silent  # the forward half under jax.grad
