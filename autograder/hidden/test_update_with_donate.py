@@ -4,7 +4,13 @@ Each test reads the probe observations (``obs``, see
 :mod:`autograder.probes.update_with_donate`) and recomputes what the answer
 should have been from the same seed. Facts checked come from the task
 statement: the sum ``state + delta``, float32 in and out, one jitted helper
-built at module scope with ``donate_argnums=(0,)``.
+built once with ``donate_argnums=(0,)``.
+
+Weights (stated on the exercise page): 4 of the 10 points need ``state``
+really donated (``test_state_donated`` 2, ``test_delta_kept`` 1,
+``test_no_read_after_donation`` 1); the last two say "could not be checked"
+and score 0 when nothing was donated, since a call that donates nothing
+cannot show that ``delta`` was spared or that ``state`` was left unread.
 """
 import numpy as np
 
@@ -91,7 +97,7 @@ def test_rebinding(obs, seed):
              "each call must use the state it is given, which is the previous result")
 
 
-@graded(2, "compiled once: repeated calls reuse the compiled helper")
+@graded(1, "compiled once: repeated calls reuse the compiled helper")
 def test_compiled_once(obs):
     rows = obs["compiles"]
     for row in rows:
@@ -107,7 +113,8 @@ def test_compiled_once(obs):
              "a compile only the first time each length is seen (twice in all)",
              "; ".join(extra),
              "build the jitted helper once at module scope, outside update_with_donate; "
-             "a jax.jit(...) made inside the function is a new function on every call")
+             "a jax.jit of a lambda, closure or functools.partial made inside the function "
+             "wraps a new function on every call, so JAX traces and compiles it again")
     if not rows[0]["compiles"]:
         fail("the first call with a fresh compilation cache", "one compilation",
              "no compilation at all", "call a function made with jax.jit")
@@ -136,12 +143,25 @@ def _describe(helpers):
 # which the is_deleted() flags after the call tell apart from `delta`.
 
 
-@graded(1, "state is donated")
+def _donated(obs, n):
+    """Evidence that the length-``n`` call donated ``state``: one argument of a
+    compiled helper donated, and ``state`` deleted after the call."""
+    record = obs["values"][str(n)]
+    return record["state_deleted"] and any(sum(m["donated"]) == 1 for m in _helpers(obs))
+
+
+def _not_checked(what, why):
+    fail(what, "a call that donates state, so that this can be checked",
+         f"not checked: {why}",
+         "donate state first (pass donate_argnums=(0,) to jax.jit); see the check 'state is donated'")
+
+
+@graded(2, "state is donated")
 def test_state_donated(obs):
     record = obs["values"]["64"]
     _raised(record, f"{CALL} on length-64 arrays")
     helpers = _helpers(obs)
-    if not any(sum(m["donated"]) == 1 for m in helpers) or not record["state_deleted"]:
+    if not _donated(obs, 64):
         fail("whether `state` is donated: the compiled helper marks one argument as "
              "donated, and state reads is_deleted() == True after the call",
              "state donated to a jitted helper",
@@ -166,6 +186,10 @@ def test_delta_kept(obs):
              "delta was donated" + (f" (JAX warned: {unusable[0]})" if unusable else
                                     " (it reads is_deleted() == True after the call)"),
              "donate only argument 0 (state); the caller still owns delta")
+    if not _donated(obs, 64):
+        _not_checked("whether `delta` is kept while `state` is donated",
+                     "nothing was donated, so a live delta says nothing about which "
+                     "argument the helper donates")
 
 
 @graded(1, "the donated state is not read after the call")
@@ -175,3 +199,8 @@ def test_no_read_after_donation(obs):
         if error:  # any error: a call that never returns cannot show a clean lifetime
             fail(f"{CALL} on length-{n} arrays", "no use of `state` once it was donated",
                  f"it raised {error}", DELETED_HINT if "deleted" in error.lower() else None)
+    undonated = [n for n in VALUE_LENGTHS if n and not _donated(obs, n)]
+    if undonated:
+        _not_checked(f"{CALL} on length-{undonated[0]} arrays: no use of `state` once it was donated",
+                     "state was not donated, so reading it after the call would not fail "
+                     "and cannot be told apart from not reading it")

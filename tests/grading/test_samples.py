@@ -115,7 +115,7 @@ def test_plain_python_files_are_graded(tmp_path):
     proc = run_autograder(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", out)
     assert proc.returncode == 0, proc.stderr
     assert results(out, "reference")["score"] == 10
-    assert results(out, "no_donation")["score"] == 9
+    assert results(out, "no_donation")["score"] == 6
 
 
 def test_nbgrader_autograde_agrees_on_every_total(graded, released_course):
