@@ -7,6 +7,12 @@ model, loss, optimizer and batches, one step per batch. Facts checked come
 from the task statement: the train state (params and optimizer state) is
 donated, every byte of it is aliased, the batch is not donated, and the
 metrics hold copies that outlive any later donation.
+
+Checks about what donation deletes ("runs without reading a deleted buffer",
+"the caller's params and batches survive", "the batch is kept") need the
+evidence they name: a step that really donates the train state. When one step
+of ``make_train_step`` leaves the old state alive, nothing can be deleted, so
+those checks score 0 and say "not checked" instead of passing vacuously.
 """
 import functools
 
@@ -86,9 +92,25 @@ def _train(obs):
     return record
 
 
+def _step_donates(obs):
+    """Evidence that the learner's step donates: every leaf of the old state deleted."""
+    deleted = obs["step"].get("state_deleted") or []
+    return bool(deleted) and all(deleted)
+
+
+def _not_checked(what, why):
+    fail(what, "a step that donates the train state, so that this can be checked",
+         f"not checked: {why}",
+         "donate the train state first (donate_argnums=0); see the check "
+         "'the whole train state is donated and aliased'")
+
+
 @graded(2, "train runs without reading a deleted buffer")
 def test_runs_without_deleted_reads(obs):
     _train(obs)
+    if not _step_donates(obs):
+        _not_checked(TRAIN + ", reading nothing deleted",
+                     "one step left the old train state alive, so nothing could be deleted")
 
 
 @graded(2, "losses equal a reference run")
@@ -118,7 +140,7 @@ def test_final_results(obs, seed):
                  "absolute change of any parameter entry between start and end")
 
 
-@graded(1, "metrics hold independent copies; the caller's params survive")
+@graded(1, "metrics hold independent copies; the caller's params and batches survive")
 def test_metric_copies(obs, seed):
     record, ref = _train(obs), reference(seed)
     if record["metric_keys"] != sorted(METRIC_KEYS):
@@ -133,10 +155,17 @@ def test_metric_copies(obs, seed):
         fail(f"the caller's params after {TRAIN}", "still readable",
              "deleted: train donated the caller's arrays",
              "donate a copy of the params, not the arrays you were given")
+    if record["batches_deleted"]:
+        fail(f"the caller's batches after {TRAIN}", "still readable",
+             "deleted: train donated the caller's batches",
+             "never donate an array the caller gave you; donate a copy, or do not donate it")
     if not record["start_survives_caller_donation"]:
         fail("metrics['start_params'] after the caller donates its own params to another step",
              "still readable (an independent copy)", "deleted: they share the caller's buffers",
              "store jnp.copy(...) of each leaf, not the leaf itself")
+    if not _step_donates(obs):
+        _not_checked(f"the caller's params and batches after {TRAIN}",
+                     "one step left the old train state alive, so train could not delete them")
 
 
 @graded(2, "the whole train state is donated and aliased")
@@ -173,6 +202,10 @@ def test_batch_kept(obs):
         fail(f"the batch after {STEP}", "still readable: the batch is not donated",
              "the batch was donated" + (" and deleted" if record["batch_deleted"] else ""),
              "donate argument 0 (the train state) only")
+    if not _step_donates(obs):
+        _not_checked(f"the batch after {STEP}, while the train state is donated",
+                     "the old train state was not deleted either, so a live batch says nothing "
+                     "about which argument the step donates")
 
 
 @graded(1, "one step gives the reference loss and params")
