@@ -3,8 +3,9 @@
 Each test reads the probe observations (``obs``, see
 :mod:`autograder.probes.donation_report`) and compiles the same cases here, in
 the grader's process, to know the right answer: the leaves of the state in
-``jax.tree`` order, the parameters listed in the compiled module's
-``input_output_alias``, and ``memory_analysis().alias_size_in_bytes``.
+``jax.tree`` order, the items of the compiled module's ``input_output_alias``
+(which parameter, so which state leaf, lands in which output index, so which
+leaf of the step's output), and ``memory_analysis().alias_size_in_bytes``.
 """
 import functools
 import re
@@ -14,21 +15,24 @@ from autograder.probes.common import quiet
 from autograder.probes.donation_report import CASES, make_case
 
 CALL = "donation_report(fn, state, *args)"
-LEAF_KEYS = ["aliased", "dtype", "nbytes", "path", "shape"]
+LEAF_KEYS = ["aliased", "dtype", "nbytes", "output", "path", "shape"]
 TOP_KEYS = ["aliased_bytes", "leaves", "total_bytes"]
-ALIAS_ENTRY = re.compile(r"\{[0-9, ]*\}: \((\d+), \{[0-9, ]*\}, [a-z-]+\)")
+# One item: "{output index}: (parameter number, {index in parameter}, kind)".
+# A step with a single array output numbers it "{}".
+ALIAS_ENTRY = re.compile(r"\{([0-9, ]*)\}: \((\d+), \{[0-9, ]*\}, [a-z-]+\)")
 
 
-def _alias_params(header):
-    """Parameter numbers named in a module header's ``input_output_alias={...}``."""
+def _alias_items(header):
+    """``{parameter number: output number}`` from a module header's ``input_output_alias``."""
     start = header.find("input_output_alias={")
     if start < 0:
-        return set()
+        return {}
     depth, i = 0, header.index("{", start)
     while True:
         depth += {"{": 1, "}": -1}.get(header[i], 0)
         if depth == 0:
-            return {int(p) for p in ALIAS_ENTRY.findall(header[start:i + 1])}
+            return {int(param): int(out or 0)
+                    for out, param in ALIAS_ENTRY.findall(header[start:i + 1])}
         i += 1
 
 
@@ -40,9 +44,12 @@ def truth(name, seed):
     fn, state, args = make_case(name, seed)
     with quiet():
         compiled = jax.jit(fn, donate_argnums=0).lower(state, *args).compile()
-    aliased = _alias_params(compiled.as_text().splitlines()[0])
+    items = _alias_items(compiled.as_text().splitlines()[0])
+    outputs = [jax.tree_util.keystr(path) for path, _ in
+               jax.tree_util.tree_flatten_with_path(jax.eval_shape(fn, state, *args))[0]]
     leaves = [{"path": jax.tree_util.keystr(path), "shape": list(leaf.shape),
-               "dtype": str(leaf.dtype), "nbytes": int(leaf.nbytes), "aliased": i in aliased}
+               "dtype": str(leaf.dtype), "nbytes": int(leaf.nbytes), "aliased": i in items,
+               "output": outputs[items[i]] if i in items else None}
               for i, (path, leaf) in enumerate(jax.tree_util.tree_flatten_with_path(state)[0])]
     return {"leaves": leaves, "aliased_bytes": int(compiled.memory_analysis().alias_size_in_bytes),
             "total_bytes": sum(e["nbytes"] for e in leaves)}
@@ -90,7 +97,7 @@ def test_format(obs, seed):
     _cases(obs, seed, ["nested"])
 
 
-@graded(2, "each leaf's path, shape, dtype and nbytes")
+@graded(1, "each leaf's path, shape, dtype and nbytes")
 def test_leaf_descriptions(obs, seed):
     for name, answer, right in _cases(obs, seed, NONEMPTY):
         for i, (got, want) in enumerate(zip(answer["leaves"], right["leaves"])):
@@ -103,7 +110,7 @@ def test_leaf_descriptions(obs, seed):
                          "dtype str(leaf.dtype), nbytes leaf.nbytes")
 
 
-@graded(3, "aliased: exactly the leaves in input_output_alias")
+@graded(2, "aliased: exactly the leaves in input_output_alias")
 def test_aliased_flags(obs, seed):
     for name, answer, right in _cases(obs, seed, NONEMPTY):
         got = [e["aliased"] for e in answer["leaves"]]
@@ -116,6 +123,23 @@ def test_aliased_flags(obs, seed):
                  "; ".join(wrong),
                  "do not predict aliasing from shapes or dtypes: read the parameter "
                  "number (the first number inside the parentheses) of each alias entry")
+
+
+@graded(2, "output: the output leaf that takes each aliased leaf's buffer")
+def test_outputs(obs, seed):
+    for name, answer, right in _cases(obs, seed, NONEMPTY):
+        got = [e["output"] for e in answer["leaves"]]
+        want = [e["output"] for e in right["leaves"]]
+        if got != want:
+            wrong = [f"{w['path']} should be {w['output']!r}, got {g!r}"
+                     for g, w in zip(got, right["leaves"]) if g != w["output"]]
+            fail(f"{_what(name)}: the 'output' entries", "for each aliased leaf, the key path "
+                 "of the output leaf numbered by its alias entry's output index; None "
+                 "for a leaf that is not aliased",
+                 "; ".join(wrong),
+                 "the output index (the number before the colon) counts the leaves of the "
+                 "step's output in jax.tree order ({} when the output is a single array); "
+                 "JAX pairs by shape and dtype, not by which input an output was computed from")
 
 
 @graded(2, "aliased_bytes and total_bytes match the compiled module")

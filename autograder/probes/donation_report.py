@@ -26,6 +26,8 @@ CASES = {
     "unchanged": "a dict whose leaf `frozen` is returned unchanged",
     "not_returned": "a tuple whose middle leaf is read but not returned",
     "scalars": "a tree of scalar leaves (float32[], int32[], float16[])",
+    "reordered": "a tuple of two float32 vectors returned in the other order",
+    "reshape": "a dict whose matrix comes back transposed and whose float32[] comes back as int32[]",
     "empty": "an empty tree (no leaves)",
 }
 MAX_LEAVES = 64  # a longer answer is cut (no case has this many leaves)
@@ -94,6 +96,11 @@ def make_case(name, seed):
         state = (jnp.asarray(a, jnp.float32), jnp.asarray(b, jnp.int32),
                  {"scale": jnp.asarray(c, jnp.float16)})
         return _scalar_step, state, ()
+    if name == "reordered":
+        return _reordered_step, (_array(rng, (a,), jnp.float32), _array(rng, (b,), jnp.float32)), ()
+    if name == "reshape":
+        state = {"m": _array(rng, (a, b), jnp.float32), "n": _array(rng, (), jnp.float32)}
+        return _reshape_step, state, ()
     if name == "empty":
         return _empty_step, {"opt": (), "params": {}}, (_array(rng, (a,), jnp.float32),)
     raise KeyError(name)
@@ -133,6 +140,15 @@ def _scalar_step(state):
     return x * 2.0, n + 1, {"scale": extra["scale"] * 2}
 
 
+def _reordered_step(state):
+    p, q = state
+    return q * 2.0, p + 1.0
+
+
+def _reshape_step(state):
+    return {"m": state["m"].T * 2.0, "n": (state["n"] + 1.0).astype(np.int32)}
+
+
 def _empty_step(state, x):
     return x * 2.0
 
@@ -163,13 +179,16 @@ def _dtype(value):
 def _leaf(entry):
     if not isinstance(entry, dict):
         return {"type": type(entry).__name__}
-    aliased = entry.get("aliased")
+    aliased, output = entry.get("aliased"), entry.get("output")
     return {"keys": sorted(str(k)[:40] for k in list(entry)[:20]),
             "path": entry["path"][:200] if isinstance(entry.get("path"), str) else None,
             "shape": _shape(entry.get("shape")),
             "dtype": _dtype(entry.get("dtype")),
             "nbytes": _int(entry.get("nbytes")),
-            "aliased": bool(aliased) if isinstance(aliased, (bool, np.bool_)) else None}
+            "aliased": bool(aliased) if isinstance(aliased, (bool, np.bool_)) else None,
+            # A path string, None, or a description of what came instead.
+            "output": None if output is None else output[:200] if isinstance(output, str)
+            else {"type": type(output).__name__}}
 
 
 def encode_answer(answer):

@@ -19,7 +19,7 @@ from tests.grading.helpers import expected, released_notebook, samples_dir, subm
 from tests.grading.test_samples import results, run_autograder
 
 NEW = ("donation_report", "fix_training_loop")
-SOLUTION_MARKERS = {"donation_report": "ALIAS_ENTRY",
+SOLUTION_MARKERS = {"donation_report": "lands_in",
                     "fix_training_loop": "start = jax.tree.map(jnp.copy"}
 SAMPLE_CASES = [(a, name) for a in NEW for name in sorted(expected(a))]
 
@@ -129,7 +129,12 @@ def test_nbgrader_autograde_agrees_on_every_total(graded, assignment):
 
 
 def test_alias_facts_the_donation_report_tests_rely_on():
-    """On the pinned JAX: the per-leaf outcomes the task and the samples describe."""
+    """On the pinned JAX: the per-leaf outcomes the task and the samples describe.
+
+    JAX pairs donated inputs with outputs first by exact shape and dtype, in
+    output order; a leftover is then offered to any unclaimed output with the
+    same element count, and XLA aliases it when the byte size matches too.
+    """
     import jax
 
     from autograder.hidden.test_donation_report import truth
@@ -138,14 +143,65 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     flags = {name: [leaf["aliased"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
     assert flags == {"nested": [True] * 3, "dataclass": [True] * 3, "width": [True, False],
                      "shape": [False, True], "unchanged": [True, True],
-                     "not_returned": [True, False, True], "scalars": [True] * 3, "empty": []}
+                     "not_returned": [True, False, True], "scalars": [True] * 3,
+                     "reordered": [True, True], "reshape": [True, True], "empty": []}
+    outputs = {name: [leaf["output"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
+    # Reordered: each input lands in the output of its own shape, not in its position.
+    assert outputs["reordered"] == ["[1]", "[0]"]
+    # Transposed float32[a,b] and float32[] -> int32[]: same element count and bytes.
+    assert outputs["reshape"] == ["['m']", "['n']"]
+    # Not returned: the third leaf lands in output 1, not output 2.
+    assert outputs["not_returned"] == ["[0]", None, "[1]"]
     for name in CASES:
         right = truth(name, 1)
         assert right["aliased_bytes"] == sum(e["nbytes"] for e in right["leaves"] if e["aliased"])
-    # The int32[] counter that comes back as float32[] keeps its alias: same element
-    # count, same width. A float16 result for a float32 leaf lands in buffer_donor.
+    # A float16 result for a float32 leaf has its element count but not its bytes:
+    # JAX offers the buffer (buffer_donor), XLA does not alias it.
     fn, state, args = make_case("width", 1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         header = jax.jit(fn, donate_argnums=0).lower(state, *args).compile().as_text().splitlines()[0]
     assert "buffer_donor={ (1, {}) }" in header
+
+
+def _alias(fn, *args):
+    """``(input_output_alias items, buffer_donor text, alias bytes, warnings)`` of ``fn``
+    compiled with argument 0 donated."""
+    import re
+
+    import jax
+
+    from autograder.hidden.test_donation_report import _alias_items
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled = jax.jit(fn, donate_argnums=0).lower(*args).compile()
+    header = compiled.as_text().splitlines()[0]
+    donor = re.search(r"buffer_donor=\{[^}]*\}", header)
+    return (_alias_items(header), donor.group(0) if donor else "",
+            compiled.memory_analysis().alias_size_in_bytes,
+            [str(w.message) for w in caught if "not usable" in str(w.message)])
+
+
+def test_pairing_rule_stated_on_the_donation_report_page():
+    """Each sentence of book/exercises/donation_report.md about which input lands where."""
+    import jax.numpy as jnp
+
+    p = jnp.ones((4, 6), jnp.float32)
+    # First pass, output order: the first output of p's shape takes p's buffer.
+    assert _alias(lambda p, g: (p * 2, p - g), p, p)[0] == {0: 0}
+    # Same shapes: (q * 2, p + 1) puts q * 2 in p's buffer; different shapes: in q's.
+    same = (jnp.ones(6), jnp.ones(6))
+    assert _alias(lambda s: (s[1] * 2, s[0] + 1), same)[0] == {0: 0, 1: 1}
+    other = (jnp.ones(3), jnp.ones(5))
+    assert _alias(lambda s: (s[1] * 2, s[0] + 1), other)[0] == {1: 0, 0: 1}
+    # Second pass, element count: transposed, flattened, int32 of the same width.
+    for out in (lambda p: p.T * 2, lambda p: p.reshape(24) * 2, lambda p: p.astype(jnp.int32)):
+        assert _alias(out, p) == ({0: 0}, "", 96, [])
+    counter = jnp.zeros((), jnp.int32)
+    assert _alias(lambda n: n + 1.0, counter)[:3] == ({0: 0}, "", 4)
+    # Same element count, half the bytes: offered (buffer_donor), not aliased, no warning.
+    assert _alias(lambda p: p.astype(jnp.float16), p) == ({}, "buffer_donor={ (0, {}", 0, [])
+    # No unclaimed output with its element count: not offered, and JAX warns.
+    items, donor, size, warned = _alias(lambda p: jnp.ones(48, jnp.float16) * p.sum(), p)
+    assert (items, donor, size) == ({}, "", 0) and len(warned) == 1
