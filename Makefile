@@ -10,7 +10,7 @@ PORT   ?= 8000
 HOST   ?= 127.0.0.1
 JUPYTER_PORT ?= 8888
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
-ASSIGNMENTS := update_with_donate donation_report fix_training_loop
+ASSIGNMENTS := update_with_donate donation_report fix_training_loop silent_donation
 
 .PHONY: venv release book serve test clean
 venv: $(VENV)/.installed

@@ -16,7 +16,7 @@ from autograder.notebook import checksum as compute_checksum
 from autograder.notebook import is_grade, is_solution
 
 SOURCE = Path(__file__).resolve().parent.parent / "exercises" / "source"
-EXERCISES = ("update_with_donate", "donation_report", "fix_training_loop")
+EXERCISES = ("update_with_donate", "donation_report", "fix_training_loop", "silent_donation")
 MAX_BYTES = 20 * 2**20  # a notebook bigger than this is refused unread
 
 

@@ -13,7 +13,7 @@ from .conftest import axe_violations, screenshot
 
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
          "book/exercises/update_with_donate", "book/exercises/donation_report",
-         "book/exercises/fix_training_loop", "search"]
+         "book/exercises/fix_training_loop", "book/exercises/silent_donation", "search"]
 VIEWS = [("laptop-light", 1280, False), ("phone-dark", 390, True),
          ("laptop-dark", 1280, True), ("phone-light", 390, False)]
 

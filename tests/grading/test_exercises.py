@@ -18,9 +18,10 @@ from tests.conftest import REPO, nbgrader
 from tests.grading.helpers import expected, released_notebook, samples_dir, submitted_tree
 from tests.grading.test_samples import results, run_autograder
 
-NEW = ("donation_report", "fix_training_loop")
+NEW = ("donation_report", "fix_training_loop", "silent_donation")
 SOLUTION_MARKERS = {"donation_report": "lands_in",
-                    "fix_training_loop": "start = jax.tree.map(jnp.copy"}
+                    "fix_training_loop": "start = jax.tree.map(jnp.copy",
+                    "silent_donation": "keep_unused=True"}
 SAMPLE_CASES = [(a, name) for a in NEW for name in sorted(expected(a))]
 
 

@@ -99,7 +99,8 @@ def test_submit_from_the_exercise_page(site, service, browser, course_template, 
     page.close()
 
 
-@pytest.mark.parametrize("exercise", ["update_with_donate", "donation_report", "fix_training_loop"])
+@pytest.mark.parametrize("exercise", ["update_with_donate", "donation_report", "fix_training_loop",
+                                      "silent_donation"])
 def test_every_exercise_page_has_a_submit_form(site, browser, exercise):
     page = browser.new_page()
     page.goto(f"{site}book/exercises/{exercise}.html")
