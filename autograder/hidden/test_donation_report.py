@@ -163,9 +163,9 @@ def test_empty_tree(obs, seed):
 
 
 @graded(1, "the caller's state is left intact")
-def test_state_untouched(obs):
-    if obs["cases"]["nested"]["error"] is not None:
-        fail(_what("nested"), "a report", f"it raised {obs['cases']['nested']['error']}")
+def test_state_untouched(obs, seed):
+    # Evidence first: a report that never compiled the step proves nothing about it.
+    _cases(obs, seed, ["nested"])
     for name in CASES:
         if obs["cases"][name]["state_deleted"]:
             fail(f"whether the caller's state is still readable after {_what(name)}",
