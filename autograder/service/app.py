@@ -2,20 +2,36 @@
 
 ``POST /api/submissions`` stores a submission and answers its id;
 ``GET /api/submissions/<id>`` answers its status and, when done, its result.
-Requests are checked before anything is stored: size, JSON, exercise, learner
-id, rate limit. Every answer is JSON, errors included (``{"error", "code"}``).
+Requests are checked before anything is stored: size, JSON (and its nesting
+depth), exercise, learner, then the queue's caps (rate, newest-wins
+replacement, waiting per learner, per client address, in all), all in one
+database transaction. Every answer is JSON, errors included
+(``{"error", "code"}``); a database that cannot be reached or written answers
+503 ``store_unavailable`` and nothing is stored half-way.
+
+Database calls run in a thread pool, so a slow or absent database never
+stalls the event loop (other requests, time limits) while it is waited for.
 """
+import asyncio
 import json
+import logging
+import math
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import tornado.web
+from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import submission
+from autograder.service.grader import storage_problem
+from autograder.service.store import Caps, Refusal, process_name
 
 LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+MAX_DEPTH = 64  # JSON nesting levels; a notebook needs about 6
+log = logging.getLogger("autograder.service")
 
 
 @dataclass
@@ -23,11 +39,10 @@ class Settings:
     """What the API enforces; see ``python -m autograder.service --help``."""
 
     max_bytes: int = 5 * 2**20
-    rate_count: int = 10
-    rate_seconds: float = 60.0
-    max_queue: int = 1000
+    caps: Caps = field(default_factory=Caps)
     origins: tuple = field(default_factory=tuple)
     exercises: tuple = submission.EXERCISES
+    timeout: float = 20.0  # the workers' per-submission limit (s), for wait estimates
 
 
 class Refused(tornado.web.HTTPError):
@@ -51,6 +66,11 @@ class Base(tornado.web.RequestHandler):
     def settings_(self):
         return self.application.settings["api"]
 
+    async def db(self, call, *args):
+        """``call(*args)`` on the database thread pool."""
+        pool = self.application.settings["pool"]
+        return await asyncio.get_running_loop().run_in_executor(pool, call, *args)
+
     def set_default_headers(self):
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.set_header("Cache-Control", "no-store")
@@ -71,12 +91,24 @@ class Base(tornado.web.RequestHandler):
         self.set_status(status)
         self.finish(json.dumps(data))
 
+    def log_exception(self, kind, value, tb):
+        if isinstance(value, SQLAlchemyError):
+            log.warning("%s %s: %s", self.request.method, self.request.path,
+                        storage_problem(value))
+        else:
+            super().log_exception(kind, value, tb)
+
     def write_error(self, status_code, **kwargs):
         exc = kwargs.get("exc_info", (None, None))[1]
         if isinstance(exc, Refused):
             for name, value in exc.headers.items():
                 self.set_header(name, value)
             body = {"error": exc.message, "code": exc.code}
+        elif isinstance(exc, SQLAlchemyError):
+            self.set_status(503)
+            self.set_header("Retry-After", "30")
+            body = {"error": "the grading service cannot use its database right now; "
+                             "nothing was stored; try again in 30 s", "code": "store_unavailable"}
         elif status_code == 405:
             body = {"error": f"{self.request.method} is not allowed on {self.request.path}",
                     "code": "method_not_allowed"}
@@ -88,13 +120,50 @@ class Base(tornado.web.RequestHandler):
             body = {"error": "the grading service had an internal error", "code": "internal"}
         self.finish(json.dumps(body))
 
+    async def wait_estimate(self, position):
+        """Seconds until a submission at queue ``position`` (1 = next) is graded, or None.
+
+        From the mean grading time of recent results (else the time limit) and
+        the grading slots of the workers alive now; None when no worker is.
+        """
+        seconds, slots = await self.db(self.store.pace)
+        if not slots:
+            return None
+        per = seconds if seconds is not None else self.settings_.timeout
+        return math.ceil(math.ceil(position / slots) * per + per)
+
+
+def _depth_exceeds(value, limit):
+    """Whether ``value`` (parsed JSON) nests deeper than ``limit`` (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children
+                         if isinstance(child, (dict, list)))
+    return False
+
+
+def _too_deep():
+    return Refused(400, "too_deep", f"the request nests lists or objects more than "
+                   f"{MAX_DEPTH} levels deep; a notebook needs fewer than 10")
+
+
+def _in_words(seconds):
+    if seconds is None:
+        return "an unknown time (no grading worker is running right now)"
+    return f"about {seconds} s" if seconds < 120 else f"about {round(seconds / 60)} min"
+
 
 @tornado.web.stream_request_body
 class Submissions(Base):
     """``POST /api/submissions``: check, store (committed), queue, answer the id."""
 
     def prepare(self):
-        self._chunks, self._size = [], 0
+        self._body, self._size = bytearray(), 0
         if self.request.method != "POST":
             return
         limit = self.settings_.max_bytes
@@ -108,64 +177,111 @@ class Submissions(Base):
     def data_received(self, chunk):
         self._size += len(chunk)
         if self._size <= self.settings_.max_bytes:
-            self._chunks.append(chunk)
+            self._body += chunk
+
+    def on_connection_close(self):
+        self._body = bytearray()  # a client that went away leaves nothing behind
 
     def _too_big(self, size):
         return Refused(413, "too_large", f"the request is {size} bytes; the limit is "
                        f"{self.settings_.max_bytes} bytes (clear the notebook's outputs and retry)")
 
-    def post(self):
-        s = self.settings_
-        if self._size > s.max_bytes:
+    def parse(self):
+        """The request's JSON object (400/413/415 otherwise)."""
+        if self._size > self.settings_.max_bytes:
             raise self._too_big(self._size)
         ctype = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
             raise Refused(415, "bad_content_type", "send the submission as JSON "
                           "(Content-Type: application/json)")
+        raw, self._body = bytes(self._body), bytearray()
         try:
-            body = json.loads(b"".join(self._chunks))
+            body = json.loads(raw)
+        except RecursionError:  # not a ValueError: deeper than the decoder's stack
+            raise _too_deep() from None
         except ValueError as exc:
             raise Refused(400, "bad_json", f"the request body is not valid JSON ({exc})")
+        if _depth_exceeds(body, MAX_DEPTH):
+            raise _too_deep()
         if not isinstance(body, dict):
             raise Refused(400, "bad_json", "the request body must be a JSON object with "
                           "exercise, learner and notebook")
-        missing = [k for k in ("exercise", "learner", "notebook") if k not in body]
-        if missing:
-            raise Refused(400, "missing_field", f"missing field(s): {', '.join(missing)}")
-        exercise, learner, notebook = body["exercise"], body["learner"], body["notebook"]
-        if not isinstance(exercise, str) or exercise not in s.exercises:
-            raise Refused(400, "unknown_exercise", f"unknown exercise {exercise!r}; "
-                          f"known: {', '.join(s.exercises)}")
+        return body
+
+    def learner_of(self, body):
+        """Who this submission is for: the one place a request's learner is decided."""
+        learner = body.get("learner")
         if not isinstance(learner, str) or not LEARNER.match(learner):
             raise Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
                           "letters, digits and . _ @ - (starting with a letter or digit)")
+        return learner
+
+    def client_of(self):
+        """The client's address, for the per-client cap (never from a header it sends)."""
+        return (self.request.remote_ip or "")[:64]
+
+    async def post(self):
+        s = self.settings_
+        body = self.parse()
+        missing = [k for k in ("exercise", "learner", "notebook") if k not in body]
+        if missing:
+            raise Refused(400, "missing_field", f"missing field(s): {', '.join(missing)}")
+        exercise, notebook = body["exercise"], body["notebook"]
+        if not isinstance(exercise, str) or exercise not in s.exercises:
+            raise Refused(400, "unknown_exercise", f"unknown exercise {exercise!r}; "
+                          f"known: {', '.join(s.exercises)}")
+        learner = self.learner_of(body)
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             raise Refused(400, "bad_notebook", "notebook must be the notebook file's JSON "
                           "object (with a \"cells\" list)")
-        now = time.time()
-        count, oldest = self.store.count_since(learner, now - s.rate_seconds)
-        if count >= s.rate_count:
-            wait = max(1, int(oldest + s.rate_seconds - now + 1))
-            raise Refused(429, "rate_limited", f"{learner} has sent {count} submissions in "
-                          f"the last {s.rate_seconds:g} s (the limit); try again in {wait} s",
-                          {"Retry-After": str(wait)})
-        if self.store.queued() >= s.max_queue:
-            raise Refused(503, "queue_full", "the grading queue is full; try again in a minute",
-                          {"Retry-After": "60"})
-        sub_id, _ = self.store.add(learner, exercise, json.dumps(notebook).encode(), now)
-        self.workers.notify()
+        data = json.dumps(notebook).encode()
+        try:
+            sub_id, replaced, ahead = await self.db(
+                self.store.admit, learner, exercise, data, self.client_of(), s.caps)
+        except Refusal as refusal:
+            raise await self.refusal(refusal, learner)
+        if self.workers:
+            self.workers.notify()
+        wait = await self.wait_estimate(ahead + 1)
         self.set_header("Location", f"/api/submissions/{sub_id}")
-        self.send(202, {"id": sub_id, "status": "queued"})
+        self.send(202, {"id": sub_id, "status": "queued", "queue_position": ahead + 1,
+                        "estimated_wait_seconds": wait, "replaced": replaced})
+
+    async def refusal(self, r, learner):
+        """The :class:`Refused` for a queue cap, with an honest wait."""
+        caps = self.settings_.caps
+        if r.kind == "rate":
+            wait = max(1, int(r.oldest + caps.rate_seconds - time.time() + 1))
+            return Refused(429, "rate_limited", f"{learner} has sent {r.count} submissions in "
+                           f"the last {caps.rate_seconds:g} s (the limit); try again in {wait} s",
+                           {"Retry-After": str(wait)})
+        waiting = await self.db(self.store.waiting)
+        wait = await self.wait_estimate(r.count if r.kind != "queue" else waiting)
+        retry = {"Retry-After": str(wait or 60)}
+        if r.kind == "learner":
+            return Refused(429, "learner_queue_full", f"{learner} already has {r.count} "
+                           f"submissions waiting (the limit is {r.limit}); they should be "
+                           f"graded in {_in_words(wait)}: send more after that", retry)
+        if r.kind == "client":
+            return Refused(429, "client_queue_full", f"{r.count} submissions from this address "
+                           f"are waiting (the limit is {r.limit} per address); they should "
+                           f"be graded in {_in_words(wait)}: send more after that", retry)
+        return Refused(503, "queue_full", f"the grading queue is full ({waiting} submissions "
+                       f"waiting); at the current pace it clears in {_in_words(wait)}: "
+                       "try again then", retry)
 
 
 class Submission(Base):
     """``GET /api/submissions/<id>``: the submission's status and result."""
 
-    def get(self, sub_id):
-        row = self.store.get(sub_id) if SUBMISSION_ID.match(sub_id) else None
+    async def get(self, sub_id):
+        row = await self.db(self.store.get, sub_id) if SUBMISSION_ID.match(sub_id) else None
         if row is None:
             raise Refused(404, "not_found", "no submission with this id")
-        self.send(200, describe(row))
+        data = describe(row)
+        if row["status"] == "queued":
+            data["estimated_wait_seconds"] = await self.wait_estimate(row["queue_position"])
+        self.send(200, data)
 
 
 def describe(row):
@@ -175,6 +291,8 @@ def describe(row):
             "result": row["result"] if row["status"] == "done" else None}
     if row["status"] == "queued":
         data["queue_position"] = row["queue_position"]
+    if row["status"] == "replaced":
+        data["replaced_by"] = row["replaced_by"]
     if row["status"] == "done":
         data["seconds"] = {
             "waiting": round(row["started_at"] - row["submitted_at"], 3),
@@ -188,9 +306,30 @@ def _iso(ts):
 
 
 class Health(Base):
-    def get(self):
-        self.send(200, {"ok": True, "exercises": list(self.settings_.exercises),
-                        "waiting": self.store.queued(), "max_bytes": self.settings_.max_bytes})
+    """``GET /api/health``: 200 ``ok`` or 503 with ``problems`` in plain words."""
+
+    async def get(self):
+        s = self.settings_
+        answer = {"ok": True, "exercises": list(s.exercises), "max_bytes": s.max_bytes,
+                  "problems": []}
+        try:  # a write, so a store that cannot be written shows here
+            await self.db(self.store.heartbeat, self.application.settings["name"], "api")
+            answer["waiting"] = await self.db(self.store.waiting)
+            workers = await self.db(self.store.workers)
+        except SQLAlchemyError as exc:
+            answer["problems"].append(storage_problem(exc))
+            workers = None
+        if self.workers and self.workers.problem():
+            answer["problems"].append(f"grading in this process: {self.workers.problem()}")
+        if workers is not None:
+            answer["workers"] = sum(slots for _, slots, _ in workers)
+            answer["problems"] += [f"worker {name}: {problem}" for name, _, problem in workers
+                                   if problem]
+            if not workers and answer["waiting"]:
+                answer["problems"].append(f"no grading worker has reported in the last 30 s; "
+                                          f"{answer['waiting']} submission(s) wait")
+        answer["ok"] = not answer["problems"]
+        self.send(200 if answer["ok"] else 503, answer)
 
 
 class NotFound(Base):
@@ -200,9 +339,11 @@ class NotFound(Base):
 
 
 def make_app(store, workers, settings):
+    """The tornado application; ``workers`` is None when grading runs elsewhere."""
     return tornado.web.Application([
         (r"/api/submissions/?", Submissions),
         (r"/api/submissions/([^/]+)", Submission),
         (r"/api/health", Health),
         (r".*", NotFound),
-    ], default_handler_class=NotFound, store=store, workers=workers, api=settings)
+    ], default_handler_class=NotFound, store=store, workers=workers, api=settings,
+        pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name("api") + ":api")

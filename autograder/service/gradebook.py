@@ -28,11 +28,31 @@ class NotReady(Exception):
 
 
 class Mirror:
-    """Writes results into ``<course>/gradebook.db`` and ``<course>/submitted/``."""
+    """Writes results into the gradebook and ``<course>/submitted/``.
 
-    def __init__(self, course_dir):
+    The gradebook is ``<course>/gradebook.db`` (SQLite), or the database at
+    ``url`` when one is given: with PostgreSQL, the grading service's own
+    database holds nbgrader's tables too (release into it with
+    ``nbgrader generate_assignment --db <url>``).
+    """
+
+    def __init__(self, course_dir, url=None):
         self.course = Path(course_dir)
-        self.url = f"sqlite:///{self.course / 'gradebook.db'}"
+        self.sqlite = url is None
+        self.url = f"sqlite:///{self.course / 'gradebook.db'}" if url is None else url
+
+    def prepare(self):
+        """Create nbgrader's tables in a shared database before the service's own.
+
+        nbgrader's ``Gradebook`` stamps its alembic version only into a database
+        with no tables at all; opening it first keeps ``nbgrader db upgrade``
+        working on the shared database.
+        """
+        if not self.sqlite:
+            Gradebook(self.url).close()
+
+    def where(self):
+        return str(self.course / "gradebook.db") if self.sqlite else "the service's database"
 
     def record(self, row):
         """Write one done submission (a :meth:`Store.unsynced` row) into the gradebook."""
@@ -41,7 +61,7 @@ class Mirror:
         if [t["name"] for t in result["tests"]] != [title for _, title, _ in tests]:
             raise NotReady("the result's tests do not match the exercise's hidden tests")
         when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
-        if not (self.course / "gradebook.db").exists():
+        if self.sqlite and not (self.course / "gradebook.db").exists():
             raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
         with Gradebook(self.url) as gb:
             notebook = self._notebook(gb, exercise, [name for name, _, _ in tests])

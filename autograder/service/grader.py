@@ -1,23 +1,37 @@
-"""Grade queued submissions in worker threads, then mirror them to the gradebook.
+"""Grading workers: claim a submission's lease, grade it, record the result.
 
-Each worker owns one sandbox slot; :func:`autograder.sandbox.lease_uid` turns
-it into a uid no other grader on the machine holds (and kills what a crashed
-grader left on it), so two learners' code never share a uid. Each worker grades
-with :func:`autograder.api.grade_file`, the pipeline the command line uses; the
-result is committed to the :class:`~autograder.service.store.Store` in the same
-statement that marks the row done. One more thread mirrors done
-results into nbgrader's gradebook, retrying until it succeeds.
+:class:`Workers` runs ``jobs`` grading threads in this process, one sandbox
+slot each (:func:`autograder.sandbox.lease_uid` turns a slot into a uid no
+other grader on the machine holds), plus a heartbeat thread and a gradebook
+thread. Any number of such processes, on any machines, can share one
+database (``python -m autograder.service.worker``); the store's leases decide
+who grades what (see :mod:`autograder.service.store`).
+
+A thread never dies of a storage fault: every database call is retried with
+exponential backoff (0.5 s doubling to 15 s), the problem is published in
+the heartbeat (``/api/health`` shows it), and a result waits in memory until
+it is written. While grading, the lease is renewed every third of its length;
+if it ran out meanwhile (the database was away longer than the lease) the
+result is discarded by :meth:`Store.finish` and the submission is graded
+again, so it still ends with exactly one result.
 """
 import logging
+import os
+import random
+import socket
 import tempfile
 import threading
 import time
 import traceback
 from pathlib import Path
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from autograder import api, pipeline
+from autograder.service.store import process_name
 
 log = logging.getLogger("autograder.service")
+LEASE = 30.0  # seconds; renewed every LEASE / 3 while grading
 
 
 def grade_notebook(row, limits, slot):
@@ -29,26 +43,55 @@ def grade_notebook(row, limits, slot):
         return api.grade_file(path, row["learner"], exercise, limits, slot)
 
 
+def storage_problem(exc):
+    """A database error in plain words (the driver's first line)."""
+    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return f"the database cannot be used: {detail[0] if detail else type(exc).__name__}"
+
+
+class Backoff:
+    """Waits of 0.5 s doubling to ``cap`` seconds, with jitter; ``reset`` on success."""
+
+    def __init__(self, cap=15.0):
+        self.cap, self.delay = cap, 0.0
+
+    def next(self):
+        self.delay = min(self.cap, max(0.5, self.delay * 2))
+        return self.delay * random.uniform(0.8, 1.2)
+
+    def reset(self):
+        self.delay = 0.0
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class Workers:
     """``jobs`` grading threads on slots ``slot_base .. slot_base + jobs - 1``."""
 
-    def __init__(self, store, mirror, limits, jobs=2, slot_base=100):
-        self.store, self.mirror, self.limits = store, mirror, limits
+    def __init__(self, store, mirror, limits, jobs=2, slot_base=100, lease=LEASE):
+        self.store, self.mirror, self.limits, self.lease = store, mirror, limits, lease
         self.slots = [slot_base + i for i in range(max(1, jobs))]
+        self.name = process_name("worker")
         self.work = threading.Condition()
         self.sync_wanted = threading.Event()
         self.stopping = threading.Event()
+        self.problems = {}  # thread name -> plain words, while it cannot proceed
         self.threads = []
 
     def start(self):
-        requeued = self.store.requeue_running()
-        if requeued:
-            log.warning("requeued %d grading(s) interrupted by the last shutdown", requeued)
-        for slot in self.slots:
-            self.threads.append(threading.Thread(target=self._grade_loop, args=(slot,),
-                                                 name=f"grader-{slot}", daemon=True))
-        self.threads.append(threading.Thread(target=self._sync_loop, name="gradebook",
-                                             daemon=True))
+        loops = [(f"grader-{slot}", self._grade_loop, (slot,)) for slot in self.slots]
+        loops += [("gradebook", self._sync_loop, ()), ("heartbeat", self._heartbeat_loop, ())]
+        for name, target, args in loops:
+            self.threads.append(threading.Thread(target=self._forever, args=(target, *args),
+                                                 name=name, daemon=True))
         for thread in self.threads:
             thread.start()
         self.sync_wanted.set()
@@ -63,35 +106,117 @@ class Workers:
         with self.work:
             self.work.notify_all()
         self.sync_wanted.set()
+        try:
+            self.store.forget(self.name)
+        except SQLAlchemyError:
+            pass
+
+    def problem(self):
+        """What keeps this process's threads from working, in words (None if nothing)."""
+        return "; ".join(sorted(set(self.problems.values()))) or None
+
+    # -- the loops ------------------------------------------------------------
+    def _forever(self, loop, *args):
+        """Run ``loop`` until stopping; whatever it raises is logged and retried."""
+        backoff = Backoff()
+        name = threading.current_thread().name
+        while not self.stopping.is_set():
+            try:
+                loop(*args)
+                return
+            except SQLAlchemyError as exc:
+                self.problems[name] = storage_problem(exc)
+                log.warning("%s: %s (retrying)", name, self.problems[name])
+            except Exception:  # a bug must not stop grading for good
+                self.problems[name] = f"internal error in {name} (see the log)"
+                log.error("%s failed (restarting it):\n%s", name, traceback.format_exc())
+            self.stopping.wait(backoff.next())
+
+    def _retry(self, call, *args):
+        """``call(*args)``, retried with backoff through storage faults (None if stopping)."""
+        backoff, name = Backoff(), threading.current_thread().name
+        while not self.stopping.is_set():
+            try:
+                value = call(*args)
+                self.problems.pop(name, None)
+                return value
+            except SQLAlchemyError as exc:
+                if self.problems.get(name) != storage_problem(exc):
+                    log.warning("%s: %s (retrying)", name, storage_problem(exc))
+                self.problems[name] = storage_problem(exc)
+            self.stopping.wait(backoff.next())
+        return None
+
+    def _heartbeat_loop(self):
+        slots = len(self.slots)
+        first = True
+        while not self.stopping.is_set():
+            self._retry(self.store.heartbeat, self.name, "worker", slots, self.problem())
+            if first:  # gradings a crashed process on this host left behind
+                requeued = self._retry(self.store.release_dead, socket.gethostname(), _alive)
+                if requeued:
+                    log.warning("requeued %d grading(s) interrupted by a crash", requeued)
+                    self.notify()
+                first = False
+            self.stopping.wait(5.0)
 
     def _grade_loop(self, slot):
+        owner = f"{self.name}:{slot}"
         while not self.stopping.is_set():
-            row = self.store.claim()
+            row = self._retry(self.store.claim, owner, self.lease)
             if row is None:
                 with self.work:
                     self.work.wait(timeout=1.0)
                 continue
             start = time.monotonic()
-            try:
-                result = grade_notebook(row, self.limits, slot)
-            except Exception as exc:  # a grader bug must still give the learner an answer
-                log.error("grading %s failed:\n%s", row["id"], traceback.format_exc())
-                result = pipeline.grader_fault(row["exercise"], exc)
+            result = self._grade_renewing(row, slot, owner)
             if self.stopping.is_set():
-                return  # stays 'running': requeued and graded at the next start
-            self.store.finish(row["id"], result)
-            log.info("graded %s (%s): %g/%g in %.1f s", row["id"][:8], row["learner"],
-                     result["score"], result["max_score"], time.monotonic() - start)
-            self.sync_wanted.set()
+                return  # the lease runs out (or the next start requeues it)
+            if self._retry(self.store.finish, row["id"], owner, result):
+                log.info("graded %s (%s): %g/%g in %.1f s", row["id"][:8], row["learner"],
+                         result["score"], result["max_score"], time.monotonic() - start)
+                self.sync_wanted.set()
+            elif not self.stopping.is_set():
+                log.warning("lease on %s ran out before its result was stored: result "
+                            "discarded, the submission is graded again", row["id"][:8])
+
+    def _grade_renewing(self, row, slot, owner):
+        """Grade ``row`` while a thread renews its lease every third of it."""
+        done = threading.Event()
+
+        def renew():
+            while not done.wait(self.lease / 3):
+                try:
+                    if not self.store.renew(row["id"], owner, self.lease):
+                        return  # lost (expired and reclaimed): finish will say so
+                except SQLAlchemyError as exc:
+                    log.warning("renewing the lease on %s: %s", row["id"][:8],
+                                storage_problem(exc))
+
+        renewer = threading.Thread(target=renew, name=f"lease-{slot}", daemon=True)
+        renewer.start()
+        try:
+            return grade_notebook(row, self.limits, slot)
+        except Exception as exc:  # a grader bug must still give the learner an answer
+            log.error("grading %s failed:\n%s", row["id"], traceback.format_exc())
+            return pipeline.grader_fault(row["exercise"], exc)
+        finally:
+            done.set()
 
     def _sync_loop(self):
         failing = None
         while not self.stopping.is_set():
             self.sync_wanted.wait(timeout=5.0)
             self.sync_wanted.clear()
+            # One process at a time writes the gradebook (nbgrader's rows are not
+            # safe to create from two writers at once).
+            if not self.store.take_lock("gradebook", self.name, 120.0):
+                continue
             try:
                 self.sync_once()
                 failing = None
+            except SQLAlchemyError:
+                raise  # the store itself: _forever retries with backoff
             except Exception as exc:  # retried on the next round; logged once per cause
                 if str(exc) != failing:
                     log.warning("gradebook not updated yet (will retry): %s", exc)
@@ -112,7 +237,7 @@ class Workers:
                 continue
             try:
                 self.mirror.record(row)
-            except Exception as exc:
+            except Exception as exc:  # retried on a later round
                 errors.append(exc)
                 continue
             self.store.mark_gradebook(row["id"], "recorded")

@@ -1,160 +1,407 @@
-"""The submissions database (SQLite, WAL, committed before acknowledging).
+"""The submissions database: SQLite on one machine, PostgreSQL for many.
 
-One row per submission: who sent it, for which exercise, the notebook as
-received, its state (``queued`` -> ``running`` -> ``done``) and, when done, the
-results.json. ``graded`` counts the results recorded for a row; the only write
-of a result is guarded by ``status = 'running'``, so it is 0 or 1. A grading
-interrupted by a crash left its row ``running``: :meth:`Store.requeue_running`
-puts it back in the queue at start-up, so it is graded again from scratch and
-its result is still recorded once. ``gradebook`` is NULL until the result has
-been mirrored into nbgrader's gradebook (see :mod:`autograder.service.gradebook`).
+One row per submission: who sent it (learner, client address), for which
+exercise, the notebook as received, its state and, when done, the
+results.json. States: ``queued`` -> ``running`` -> ``done``, or ``queued`` ->
+``replaced`` when the same learner sent a newer notebook for the same exercise
+before grading began (newest wins; ``replaced_by`` names the newer one).
 
-Each thread gets its own connection; writes that must not interleave (claiming
-the next queued row) run in ``BEGIN IMMEDIATE`` transactions.
+Queue claims are leases. :meth:`Store.claim` marks a row ``running`` with
+``lease_owner`` and ``lease_until``; the worker renews the lease while it
+grades (:meth:`Store.renew`). A row whose lease ran out (its worker was killed,
+its machine lost) is claimable again. :meth:`Store.finish` writes the result
+only if the caller still holds an unexpired lease, in the same statement that
+moves the row to ``done``, so ``graded`` (results recorded) is 0 or 1 and a
+late result from an expired lease is discarded.
+
+Claims pick the oldest queued row of a learner who holds no running lease: a
+learner's submissions are graded one at a time, so one learner never holds two
+grading slots while others wait. On PostgreSQL the claim locks its row with
+``SELECT ... FOR UPDATE SKIP LOCKED`` (rows being claimed by another worker are
+skipped, not waited for) under a transaction-level advisory lock (claims are
+milliseconds; serialising them is what makes the one-slot-per-learner rule
+exact). On SQLite every write transaction is ``BEGIN IMMEDIATE`` (one writer
+at a time), WAL, ``synchronous=FULL``. Times are UNIX seconds from the
+machine's clock: machines sharing a database need synchronised clocks (NTP),
+to well within the lease.
+
+Every statement goes through SQLAlchemy Core, so the same code runs on both
+engines (https://docs.sqlalchemy.org/en/20/dialects/). Database errors are
+raised as :class:`sqlalchemy.exc.DBAPIError` (``OperationalError`` when the
+database is unreachable or unwritable); callers decide whether to retry.
 """
 import json
+import os
 import secrets
-import sqlite3
-import threading
+import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-    id           TEXT NOT NULL UNIQUE,
-    learner      TEXT NOT NULL,
-    exercise     TEXT NOT NULL,
-    notebook     BLOB NOT NULL,
-    status       TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done')),
-    submitted_at REAL NOT NULL,
-    started_at   REAL,
-    finished_at  REAL,
-    attempts     INTEGER NOT NULL DEFAULT 0,
-    graded       INTEGER NOT NULL DEFAULT 0,
-    result       TEXT,
-    gradebook    TEXT
-);
-CREATE INDEX IF NOT EXISTS submissions_status ON submissions (status, seq);
-CREATE INDEX IF NOT EXISTS submissions_learner ON submissions (learner, submitted_at);
-"""
+from sqlalchemy import (Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text,
+                        and_, create_engine, event, func, inspect, or_, select, text, update)
+from sqlalchemy.engine import make_url
+
+metadata = MetaData()
+submissions = Table(
+    "submissions", metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("id", String(64), nullable=False, unique=True),
+    Column("learner", String(64), nullable=False),
+    Column("client", String(64), nullable=False, server_default=""),
+    Column("exercise", String(64), nullable=False),
+    Column("notebook", LargeBinary, nullable=False),
+    Column("status", String(16), nullable=False),  # queued running done replaced
+    Column("submitted_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("graded", Integer, nullable=False, server_default="0"),
+    Column("result", Text),
+    Column("gradebook", String(16)),
+    Column("lease_owner", String(128)),
+    Column("lease_until", Float),
+    Column("replaced_by", String(64)),
+    Index("submissions_status", "status", "seq"),
+    Index("submissions_learner", "learner", "submitted_at"),
+    Index("submissions_client", "client", "status"),
+)
+# Who is alive: each worker process and API process writes its row now and
+# then (``slots``: grading threads; ``problem``: what stops it, in words).
+processes = Table(
+    "processes", metadata,
+    Column("name", String(128), primary_key=True),
+    Column("role", String(16), nullable=False),
+    Column("slots", Integer, nullable=False, server_default="0"),
+    Column("seen_at", Float, nullable=False),
+    Column("problem", Text),
+)
+# Named leases for jobs only one process should do at a time (gradebook sync).
+locks = Table(
+    "locks", metadata,
+    Column("name", String(64), primary_key=True),
+    Column("owner", String(128), nullable=False),
+    Column("until", Float, nullable=False),
+)
+WAITING = ("queued", "running")
+CLAIM_LOCK = 7_315_001  # pg_advisory_xact_lock key for claims (any constant)
+
+
+def database_url(value):
+    """The SQLAlchemy URL for ``GRADER_DB``: a path (SQLite) or a URL.
+
+    ``postgresql://`` and ``postgres://`` URLs use psycopg 3
+    (``postgresql+psycopg://``); a path becomes ``sqlite:///<absolute path>``.
+    """
+    value = str(value)
+    if "://" not in value:
+        return make_url(f"sqlite:///{Path(value).resolve()}")
+    url = make_url(value.replace("postgres://", "postgresql://", 1)
+                   if value.startswith("postgres://") else value)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def url_text(url):
+    """``url`` as a string with its password (for nbgrader's Gradebook)."""
+    return url.render_as_string(hide_password=False)
+
+
+def make_engine(url):
+    """An engine for ``url`` (see :func:`database_url`) with this module's settings."""
+    if url.get_backend_name() == "sqlite":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 60})
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_conn, _):
+            dbapi_conn.isolation_level = None  # transactions are begun below
+            for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=60000"):
+                dbapi_conn.execute(f"PRAGMA {pragma}")
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn):
+            # Writers take the write lock up front, so a claim's read and write
+            # are one step; readers do not block writers (WAL).
+            readonly = conn.get_execution_options().get("readonly")
+            conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=20,
+                         connect_args={"connect_timeout": 5})
+
+
+class Refusal(Exception):
+    """A submission the queue will not take; ``kind`` is ``rate``, ``learner``,
+    ``client`` or ``queue``; ``count`` is what was counted against the limit and
+    ``oldest`` the time of the oldest counted submission (for ``rate``)."""
+
+    def __init__(self, kind, count, limit, oldest=None):
+        super().__init__(f"{kind}: {count} >= {limit}")
+        self.kind, self.count, self.limit, self.oldest = kind, count, limit, oldest
+
+
+@dataclass
+class Caps:
+    """Admission limits; 0 disables a cap."""
+
+    rate_count: int = 10
+    rate_seconds: float = 60.0
+    per_learner: int = 3
+    per_client: int = 20
+    max_queue: int = 1000
+
+
+def process_name(role, slot=None):
+    """``host:pid[:slot]``: who holds a lease (and whether it can still be alive)."""
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    return name if slot is None else f"{name}:{slot}"
 
 
 class Store:
-    """The database at ``path``; safe to use from several threads."""
+    """The database at ``url`` (a path or URL, see :func:`database_url`); thread-safe."""
 
-    def __init__(self, path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        self._db().executescript(SCHEMA)
+    def __init__(self, url):
+        self.url = database_url(url)
+        self.engine = make_engine(self.url)
+        self.postgres = self.url.get_backend_name() == "postgresql"
+        with self.engine.begin() as conn:
+            _migrate(conn)
+            metadata.create_all(conn)
 
-    def _db(self):
-        db = getattr(self._local, "db", None)
-        if db is None:
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before we answer
-            db.execute("PRAGMA busy_timeout=60000")
-            self._local.db = db
-        return db
+    def describe(self):
+        """The database, for logs (no password)."""
+        return self.url.render_as_string(hide_password=True)
 
-    class _Tx:
-        def __init__(self, db, mode):
-            self.db, self.mode = db, mode
-
-        def __enter__(self):
-            self.db.execute(f"BEGIN {self.mode}")
-            return self.db
-
-        def __exit__(self, kind, *_):
-            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
-
-    def _tx(self, mode="IMMEDIATE"):
-        return self._Tx(self._db(), mode)
+    def _read(self):
+        return self.engine.connect().execution_options(readonly=True)
 
     # -- submitting -------------------------------------------------------
-    def add(self, learner, exercise, notebook_bytes, now=None):
-        """Insert a queued submission; return ``(id, submitted_at)`` once committed."""
-        sub_id = secrets.token_urlsafe(24)
+    def admit(self, learner, exercise, notebook_bytes, client, caps, now=None):
+        """Queue a submission if ``caps`` allow; return ``(id, replaced_ids, ahead)``.
+
+        Checked and written in one transaction: the learner's rate, then the
+        learner's still-queued submission for ``exercise`` (replaced by this
+        one), then waiting submissions per learner, per client and in all.
+        ``ahead`` counts queued submissions before this one. Raises
+        :class:`Refusal` (nothing written) when a cap is reached.
+        """
+        s = submissions.c
         now = time.time() if now is None else now
-        with self._tx() as db:
-            db.execute("INSERT INTO submissions (id, learner, exercise, notebook, status, "
-                       "submitted_at) VALUES (?, ?, ?, ?, 'queued', ?)",
-                       (sub_id, learner, exercise, notebook_bytes, now))
-        return sub_id, now
+        sub_id = secrets.token_urlsafe(24)
+        with self.engine.begin() as conn:
+            if self.postgres:  # one admission per learner at a time (caps are exact)
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
+                             {"k": f"learner:{learner}"})
+            if caps.rate_count:
+                count, oldest = conn.execute(
+                    select(func.count(), func.min(s.submitted_at)).where(
+                        s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
+                if count >= caps.rate_count:
+                    raise Refusal("rate", count, caps.rate_count, oldest)
+            replaced = conn.execute(
+                update(submissions).where(s.learner == learner, s.exercise == exercise,
+                                          s.status == "queued")
+                .values(status="replaced", replaced_by=sub_id, finished_at=now)
+                .returning(s.id)).scalars().all()
+            for kind, cond, limit in (("learner", s.learner == learner, caps.per_learner),
+                                      ("client", s.client == client, caps.per_client),
+                                      ("queue", True, caps.max_queue)):
+                if limit:
+                    waiting = conn.execute(select(func.count()).select_from(submissions).where(
+                        cond, s.status == "queued")).scalar()
+                    if waiting >= limit:
+                        raise Refusal(kind, waiting, limit)  # rolls back the replacement too
+            ahead = conn.execute(select(func.count()).select_from(submissions)
+                                 .where(s.status == "queued")).scalar()
+            conn.execute(submissions.insert().values(
+                id=sub_id, learner=learner, exercise=exercise, notebook=notebook_bytes,
+                client=client, status="queued", submitted_at=now))
+        return sub_id, replaced, ahead
 
-    def count_since(self, learner, since):
-        """Submissions ``learner`` made at or after time ``since``, and the oldest of them."""
-        row = self._db().execute("SELECT COUNT(*), MIN(submitted_at) FROM submissions "
-                                 "WHERE learner = ? AND submitted_at >= ?",
-                                 (learner, since)).fetchone()
-        return row[0], row[1]
-
-    def queued(self):
-        return self._db().execute(
-            "SELECT COUNT(*) FROM submissions WHERE status != 'done'").fetchone()[0]
+    def waiting(self):
+        """Submissions queued or running."""
+        with self._read() as conn:
+            return conn.execute(select(func.count()).select_from(submissions).where(
+                submissions.c.status.in_(WAITING))).scalar()
 
     # -- reading ----------------------------------------------------------
     def get(self, sub_id):
-        """The row for ``sub_id`` as a dict (without the notebook), or None."""
-        row = self._db().execute(
-            "SELECT seq, id, learner, exercise, status, submitted_at, started_at, finished_at, "
-            "attempts, graded, result, gradebook FROM submissions WHERE id = ?",
-            (sub_id,)).fetchone()
-        if row is None:
-            return None
-        data = dict(row)
-        data["result"] = json.loads(data["result"]) if data["result"] else None
-        if data["status"] == "queued":
-            data["queue_position"] = self._db().execute(
-                "SELECT COUNT(*) FROM submissions WHERE status = 'queued' AND seq < ?",
-                (row["seq"],)).fetchone()[0] + 1
-        return data
+        """The row for ``sub_id`` as a dict (without the notebook), or None.
 
-    # -- grading ----------------------------------------------------------
-    def requeue_running(self):
-        """Put gradings interrupted by a crash back in the queue; return how many."""
-        with self._tx() as db:
-            return db.execute("UPDATE submissions SET status = 'queued', started_at = NULL "
-                              "WHERE status = 'running'").rowcount
-
-    def claim(self):
-        """Mark the oldest queued submission ``running`` and return it (with notebook)."""
-        with self._tx() as db:
-            row = db.execute("SELECT seq, id, learner, exercise, notebook, submitted_at "
-                             "FROM submissions WHERE status = 'queued' ORDER BY seq "
-                             "LIMIT 1").fetchone()
+        A queued row also has ``queue_position`` (1 = next).
+        """
+        s = submissions.c
+        cols = [c for c in submissions.c if c.name not in ("notebook", "client")]
+        with self._read() as conn:
+            row = conn.execute(select(*cols).where(s.id == sub_id)).mappings().first()
             if row is None:
                 return None
-            db.execute("UPDATE submissions SET status = 'running', started_at = ?, "
-                       "attempts = attempts + 1 WHERE seq = ?", (time.time(), row["seq"]))
+            data = dict(row)
+            data["result"] = json.loads(data["result"]) if data["result"] else None
+            if data["status"] == "queued":
+                data["queue_position"] = conn.execute(
+                    select(func.count()).select_from(submissions).where(
+                        s.status == "queued", s.seq < row["seq"])).scalar() + 1
+        return data
+
+    def pace(self, window=600.0):
+        """``(seconds per grading, grading slots alive)`` from recent history.
+
+        Seconds are the mean grading time of the last 50 results in ``window``
+        seconds (None when there are none); slots count the threads of worker
+        processes seen in the last 30 s.
+        """
+        s, p = submissions.c, processes.c
+        now = time.time()
+        with self._read() as conn:
+            recent = select((s.finished_at - s.started_at).label("t")).where(
+                s.status == "done", s.finished_at >= now - window).order_by(
+                s.seq.desc()).limit(50).subquery()
+            mean = conn.execute(select(func.avg(recent.c.t))).scalar()
+            slots = conn.execute(select(func.coalesce(func.sum(p.slots), 0)).where(
+                p.role == "worker", p.seen_at >= now - 30)).scalar()
+        return (float(mean) if mean is not None else None), int(slots)
+
+    # -- grading ----------------------------------------------------------
+    def claim(self, owner, lease):
+        """Lease the next submission to ``owner`` for ``lease`` seconds; the row or None.
+
+        The row dict has the notebook. Expired leases are claimable; a learner
+        already being graded is passed over (graded one submission at a time).
+        """
+        s = submissions.c
+        now = time.time()
+        with self.engine.begin() as conn:
+            if self.postgres:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": CLAIM_LOCK})
+            claimable = or_(s.status == "queued",
+                            and_(s.status == "running", s.lease_until < now))
+            busy = select(s.learner).where(s.status == "running", s.lease_until >= now)
+            seq = conn.execute(select(s.seq).where(claimable, s.learner.not_in(busy))
+                               .order_by(s.seq).limit(1).with_for_update(skip_locked=True)
+                               ).scalar()
+            if seq is None:
+                return None
+            row = conn.execute(
+                update(submissions).where(s.seq == seq).values(
+                    status="running", started_at=now, attempts=s.attempts + 1,
+                    lease_owner=owner, lease_until=now + lease)
+                .returning(s.seq, s.id, s.learner, s.exercise, s.notebook, s.submitted_at,
+                           s.attempts)).mappings().one()
         return dict(row)
 
-    def finish(self, sub_id, result):
-        """Record the result of a running submission; False if it was not running."""
-        with self._tx() as db:
-            return db.execute("UPDATE submissions SET status = 'done', result = ?, "
-                              "finished_at = ?, graded = graded + 1 "
-                              "WHERE id = ? AND status = 'running'",
-                              (json.dumps(result), time.time(), sub_id)).rowcount == 1
+    def renew(self, sub_id, owner, lease):
+        """Extend ``owner``'s lease on ``sub_id``; False if it no longer holds it."""
+        s = submissions.c
+        now = time.time()
+        with self.engine.begin() as conn:
+            return conn.execute(update(submissions).where(
+                s.id == sub_id, s.status == "running", s.lease_owner == owner,
+                s.lease_until >= now).values(lease_until=now + lease)).rowcount == 1
+
+    def finish(self, sub_id, owner, result):
+        """Record the result; False (discarded) unless ``owner`` holds an unexpired lease."""
+        s = submissions.c
+        now = time.time()
+        with self.engine.begin() as conn:
+            return conn.execute(update(submissions).where(
+                s.id == sub_id, s.status == "running", s.lease_owner == owner,
+                s.lease_until >= now).values(
+                status="done", result=json.dumps(result), finished_at=now,
+                graded=s.graded + 1, lease_until=None)).rowcount == 1
+
+    def release_dead(self, host, alive):
+        """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone.
+
+        A service restarted after a crash gets its interrupted gradings back at
+        once instead of after the lease; other hosts' leases are left to expire.
+        """
+        s = submissions.c
+        with self.engine.begin() as conn:
+            owners = conn.execute(select(s.lease_owner).distinct().where(
+                s.status == "running", s.lease_owner.like(f"{host}:%"))).scalars().all()
+            dead = [o for o in owners if not alive(int(o.split(":")[1]))]
+            if not dead:
+                return 0
+            return conn.execute(update(submissions).where(
+                s.status == "running", s.lease_owner.in_(dead)).values(
+                status="queued", lease_owner=None, lease_until=None)).rowcount
+
+    # -- who is alive -------------------------------------------------------
+    def heartbeat(self, name, role, slots=0, problem=None):
+        """Record that process ``name`` is alive (a write: it fails when the store does)."""
+        p = processes.c
+        values = dict(role=role, slots=slots, seen_at=time.time(), problem=problem)
+        with self.engine.begin() as conn:
+            if not conn.execute(update(processes).where(p.name == name).values(**values)).rowcount:
+                conn.execute(processes.insert().values(name=name, **values))
+
+    def workers(self, within=30.0):
+        """``[(name, slots, problem)]`` of worker processes seen in the last ``within`` s."""
+        p = processes.c
+        with self._read() as conn:
+            return [tuple(r) for r in conn.execute(
+                select(p.name, p.slots, p.problem).where(
+                    p.role == "worker", p.seen_at >= time.time() - within))]
+
+    def forget(self, name):
+        with self.engine.begin() as conn:
+            conn.execute(processes.delete().where(processes.c.name == name))
+
+    def take_lock(self, name, owner, seconds):
+        """Hold the named lock for ``seconds`` (taken or renewed); False if another holds it."""
+        c = locks.c
+        now = time.time()
+        with self.engine.begin() as conn:
+            if conn.execute(update(locks).where(
+                    c.name == name, or_(c.owner == owner, c.until < now)).values(
+                    owner=owner, until=now + seconds)).rowcount:
+                return True
+            if conn.execute(select(c.owner).where(c.name == name)).first() is not None:
+                return False
+            conn.execute(locks.insert().values(name=name, owner=owner, until=now + seconds))
+            return True
 
     # -- gradebook mirroring ------------------------------------------------
     def unsynced(self):
         """Done submissions not yet mirrored into the gradebook, oldest first."""
-        rows = self._db().execute(
-            "SELECT seq, id, learner, exercise, notebook, submitted_at, result "
-            "FROM submissions WHERE status = 'done' AND gradebook IS NULL ORDER BY seq")
+        s = submissions.c
+        with self._read() as conn:
+            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.notebook,
+                                       s.submitted_at, s.result).where(
+                s.status == "done", s.gradebook.is_(None)).order_by(s.seq)).mappings().all()
         return [dict(r, result=json.loads(r["result"])) for r in rows]
 
     def newest_recorded(self, learner, exercise):
         """``seq`` of the newest submission already written to the gradebook, or 0."""
-        return self._db().execute(
-            "SELECT COALESCE(MAX(seq), 0) FROM submissions WHERE learner = ? AND "
-            "exercise = ? AND gradebook = 'recorded'", (learner, exercise)).fetchone()[0]
+        s = submissions.c
+        with self._read() as conn:
+            return conn.execute(select(func.coalesce(func.max(s.seq), 0)).where(
+                s.learner == learner, s.exercise == exercise,
+                s.gradebook == "recorded")).scalar()
 
     def mark_gradebook(self, sub_id, state):
         """``state``: ``recorded`` or ``superseded`` (a newer submission is there)."""
-        with self._tx() as db:
-            db.execute("UPDATE submissions SET gradebook = ? WHERE id = ?", (state, sub_id))
+        with self.engine.begin() as conn:
+            conn.execute(update(submissions).where(submissions.c.id == sub_id)
+                         .values(gradebook=state))
+
+
+def _migrate(conn):
+    """Bring a database made before leases (SQLite only) to this schema, keeping its rows."""
+    names = inspect(conn).get_table_names()
+    if "submissions" not in names:
+        return
+    columns = {c["name"] for c in inspect(conn).get_columns("submissions")}
+    if "lease_until" in columns:
+        return
+    # The old table's CHECK on status does not allow 'replaced': copy into a new one.
+    conn.exec_driver_sql("ALTER TABLE submissions RENAME TO submissions_v1")
+    for index in ("submissions_status", "submissions_learner"):
+        conn.exec_driver_sql(f"DROP INDEX IF EXISTS {index}")
+    metadata.create_all(conn, tables=[submissions])
+    keep = ", ".join(sorted(columns & {c.name for c in submissions.c}))
+    conn.exec_driver_sql(f"INSERT INTO submissions ({keep}) SELECT {keep} FROM submissions_v1")
+    conn.exec_driver_sql("UPDATE submissions SET status = 'queued' WHERE status = 'running'")
+    conn.exec_driver_sql("DROP TABLE submissions_v1")

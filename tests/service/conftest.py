@@ -11,7 +11,6 @@ import random
 import shutil
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -78,12 +77,34 @@ def expected_failed(sample):
     return {n for n, _, _ in hidden_tests(ASSIGNMENT)} if want == "all" else set(want)
 
 
+def read_rows(db):
+    """``{id: row}`` of the submissions table at ``db`` (a path or URL), read directly."""
+    from sqlalchemy import create_engine, text
+
+    from autograder.service.store import database_url
+    engine = create_engine(database_url(db))
+    try:
+        with engine.connect() as conn:
+            return {r["id"]: dict(r) for r in conn.execute(text(
+                "SELECT id, learner, status, attempts, graded, gradebook, seq, submitted_at, "
+                "replaced_by, lease_owner FROM submissions")).mappings()}
+    finally:
+        engine.dispose()
+
+
+def gradebook_option(db):
+    """nbgrader's ``--db`` for a service database that holds the gradebook (PostgreSQL)."""
+    from autograder.service.store import database_url, url_text
+    url = database_url(db)
+    return [] if url.get_backend_name() == "sqlite" else ["--db", url_text(url)]
+
+
 class Service:
     """One ``python -m autograder.service`` process and its files."""
 
-    def __init__(self, root, course, site_origin=None, **options):
+    def __init__(self, root, course, site_origin=None, db=None, **options):
         self.root, self.course = Path(root), Path(course)
-        self.db = self.root / "grading.db"
+        self.db = db or self.root / "grading.db"  # a path (SQLite) or a postgresql:// URL
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.options = {"jobs": 2, "rate": "5/3600", "max-bytes": 262144,
@@ -134,14 +155,17 @@ class Service:
         assert status == 200, (status, body)
         return body
 
-    def wait_done(self, ids):
-        """``{id: answer}`` once every id is done (fails with the log after WAIT s)."""
+    def wait_done(self, ids, final=("done",)):
+        """``{id: answer}`` once every id is done (fails with the log after WAIT s).
+
+        ``final=("done", "replaced")`` also accepts submissions a newer one replaced.
+        """
         done, deadline = {}, time.monotonic() + WAIT
         while len(done) < len(ids):
             for sub_id in ids:
                 if sub_id not in done:
                     body = self.get(sub_id)
-                    if body["status"] == "done":
+                    if body["status"] in final:
                         done[sub_id] = body
             if time.monotonic() > deadline:
                 pytest.fail(f"{len(ids) - len(done)} submission(s) not graded:\n"
@@ -150,11 +174,7 @@ class Service:
         return done
 
     def rows(self):
-        with sqlite3.connect(self.db) as db:
-            db.row_factory = sqlite3.Row
-            return {r["id"]: dict(r) for r in db.execute(
-                "SELECT id, learner, status, attempts, graded, gradebook, seq, "
-                "submitted_at FROM submissions")}
+        return read_rows(self.db)
 
     def wait_gradebook(self, ids):
         """Wait until the service has mirrored ``ids`` into the gradebook."""
@@ -164,10 +184,15 @@ class Service:
                 pytest.fail("gradebook not updated:\n" + self.log.read_text()[-3000:])
             time.sleep(0.3)
 
+    def gradebook_url(self):
+        """The SQLAlchemy URL of the service's gradebook."""
+        option = gradebook_option(self.db)
+        return option[1] if option else f"sqlite:///{self.course / 'gradebook.db'}"
+
     def export(self):
         """``{learner: row}`` of ``nbgrader export`` run in the service's course."""
         (self.course / "grades.csv").unlink(missing_ok=True)
-        nbgrader(self.course, "export")
+        nbgrader(self.course, "export", *gradebook_option(self.db))
         with open(self.course / "grades.csv") as handle:
             return {r["student_id"]: r for r in csv.DictReader(handle)
                     if r["assignment"] == ASSIGNMENT}
@@ -192,6 +217,8 @@ def new_service(course_template, tmp_path_factory):
         root = tmp_path_factory.mktemp("service")
         course = root / "course"
         shutil.copytree(course_template, course)
+        if options.get("db"):
+            release_into(course, options["db"])
         made.append(Service(root, course, **options))
         return made[-1]
 
@@ -212,5 +239,53 @@ def service(course_template, tmp_path_factory, site_port):
     course = root / "course"
     shutil.copytree(course_template, course)
     svc = Service(root, course, site_origin=f"http://127.0.0.1:{site_port}").start()
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A throwaway PostgreSQL server for the session (see ``tests/service/postgres.py``)."""
+    from tests.service.postgres import Cluster
+    cluster = Cluster(free_port()).init()
+    yield cluster
+    cluster.remove()
+
+
+@pytest.fixture
+def pg_url(postgres):
+    """Factory: a new empty database on the test cluster; its ``postgresql://`` URL."""
+    def make():
+        name = f"grading_{random.randrange(16**8):08x}"
+        postgres._run("createdb", "-h", "127.0.0.1", "-p", str(postgres.port), name)
+        return postgres.url.rsplit("/", 1)[0] + "/" + name
+    return make
+
+
+def release_into(course, db):
+    """Record the released exercise in the gradebook at ``db`` when it is not the course's file.
+
+    With PostgreSQL the gradebook lives in the service's database; the instructor
+    releases into it with ``nbgrader generate_assignment --db <url>``.
+    """
+    option = gradebook_option(db)
+    if option:
+        nbgrader(course, "generate_assignment", ASSIGNMENT, "--force", *option)
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def store_service(request, course_template, tmp_path_factory, site_port):
+    """The shared service's settings on each database: SQLite (the ``service`` fixture
+    itself) and PostgreSQL (a second service on a database of the test cluster)."""
+    if request.param == "sqlite":
+        yield request.getfixturevalue("service")
+        return
+    cluster = request.getfixturevalue("postgres")
+    root = tmp_path_factory.mktemp("service-pg")
+    course = root / "course"
+    shutil.copytree(course_template, course)
+    db = cluster.url
+    release_into(course, db)
+    svc = Service(root, course, site_origin=f"http://127.0.0.1:{site_port}", db=db).start()
     yield svc
     svc.stop()

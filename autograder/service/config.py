@@ -1,0 +1,95 @@
+"""Options shared by the API (``python -m autograder.service``) and the workers
+(``python -m autograder.service.worker``), and opening the database they share.
+
+Every option has an environment variable, so one set of variables configures
+every process of a deployment (``deploy/README.md``).
+"""
+import argparse
+import logging
+import os
+import time
+import warnings
+from pathlib import Path
+
+from sqlalchemy.exc import SQLAlchemyError
+
+REPO = Path(__file__).resolve().parents[2]
+# Seconds per submission in the sandbox. A correct exercise needs about 2 s
+# (0.9 s on a quiet machine, benchmarks/README.md); 20 s leaves room for a
+# machine loaded several times over, while a notebook that never ends holds
+# its slot for 20 s, not a minute.
+TIMEOUT = 20.0
+log = logging.getLogger("autograder.service")
+
+
+def env(name, default):
+    return os.environ.get(name, default)
+
+
+def parser(prog, description):
+    """An argument parser with the options every process of the service takes."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
+    p.add_argument("--db", default=env("GRADER_DB", str(REPO / "grading.db")),
+                   help="GRADER_DB: the database: a SQLite path (default ./grading.db) or "
+                        "postgresql://user:password@host/dbname (shared by every process; "
+                        "nbgrader's gradebook lives there too)")
+    p.add_argument("--course", default=env("GRADER_COURSE", str(REPO / "exercises")),
+                   help="GRADER_COURSE: nbgrader course folder (its gradebook.db with SQLite, "
+                        "and submitted/)")
+    return p
+
+
+def add_grading_options(p, jobs_default):
+    p.add_argument("--jobs", type=int, default=int(env("GRADER_JOBS", str(jobs_default))),
+                   help="GRADER_JOBS: submissions graded in parallel by this process")
+    p.add_argument("--slot-base", type=int, default=int(env("GRADER_SLOT_BASE", "100")),
+                   help="GRADER_SLOT_BASE: first sandbox slot (uid 61000+slot when root); "
+                        "keep it apart from other graders on the machine (default 100)")
+    p.add_argument("--timeout", type=float, default=float(env("GRADER_TIMEOUT", str(TIMEOUT))),
+                   help=f"GRADER_TIMEOUT: seconds per submission in the sandbox "
+                        f"(default {TIMEOUT:g})")
+    p.add_argument("--memory-mib", type=int, default=int(env("GRADER_MEMORY_MIB", "4096")),
+                   help="GRADER_MEMORY_MIB: address-space limit per submission")
+    p.add_argument("--lease", type=float, default=float(env("GRADER_LEASE", "30")),
+                   help="GRADER_LEASE: seconds a claimed submission stays with its worker "
+                        "without renewal (renewed every third); after that another worker "
+                        "grades it (default 30)")
+
+
+def setup_logging():
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("tornado.access").setLevel(logging.WARNING)  # no line per poll
+    warnings.filterwarnings("ignore", module="nbformat")  # learners' notebooks, not ours
+
+
+def open_store(args, stopping=None):
+    """``(Store, Mirror)`` for ``args.db``; waits (with backoff) while the database is away."""
+    from autograder.service.gradebook import Mirror
+    from autograder.service.grader import Backoff, storage_problem
+    from autograder.service.store import Store, database_url, url_text
+    url = database_url(args.db)
+    mirror = Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))
+    backoff = Backoff()
+    while True:
+        try:
+            mirror.prepare()
+            return Store(url), mirror
+        except SQLAlchemyError as exc:
+            log.warning("waiting for the database (%s)", storage_problem(exc))
+            if stopping is not None and stopping.is_set():
+                raise
+            time.sleep(backoff.next())
+
+
+def start_workers(args, store, mirror):
+    """Launch the zygote and start ``args.jobs`` grading threads; the :class:`Workers`."""
+    from autograder import sandbox, submission, zygote
+    from autograder.service.grader import Workers
+    # One zygote for the process's lifetime, with every exercise's imports loaded.
+    zygote.shared().launch(submission.EXERCISES)
+    sandbox.protect()
+    limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
+    workers = Workers(store, mirror, limits, args.jobs, args.slot_base, args.lease)
+    workers.start()
+    return workers

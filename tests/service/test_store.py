@@ -1,0 +1,89 @@
+"""The store's queue rules on SQLite and on a real PostgreSQL server: leases,
+one slot per learner, newest-wins replacement, the caps, exactly one result."""
+import time
+
+import pytest
+
+from autograder.service.store import Caps, Refusal, Store
+
+NB = b'{"cells": []}'
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    url = tmp_path / "grading.db" if request.param == "sqlite" else request.getfixturevalue(
+        "pg_url")()
+    store = Store(url)
+    yield store
+    store.engine.dispose()
+
+
+def add(store, learner, exercise="update_with_donate", client="10.0.0.1", caps=None):
+    return store.admit(learner, exercise, NB, client, caps or Caps(rate_count=0))[0]
+
+
+def test_a_result_from_an_expired_lease_is_discarded(store):
+    sub = add(store, "ada")
+    assert store.claim("host:1:0", lease=0.5)["id"] == sub
+    assert store.claim("host:2:0", lease=30) is None  # leased: nobody else takes it
+    time.sleep(0.7)
+    assert not store.renew(sub, "host:1:0", 30)  # too late to renew
+    again = store.claim("host:2:0", lease=30)  # expired: claimable
+    assert again["id"] == sub and again["attempts"] == 2
+    assert not store.finish(sub, "host:1:0", {"score": 1})  # the first worker's late result
+    assert store.finish(sub, "host:2:0", {"score": 2})
+    assert not store.finish(sub, "host:2:0", {"score": 3})  # one result, once
+    row = store.get(sub)
+    assert (row["status"], row["graded"], row["result"]) == ("done", 1, {"score": 2})
+
+
+def test_an_expired_lease_nobody_took_still_discards_the_result(store):
+    sub = add(store, "ada")
+    store.claim("host:1:0", lease=0.3)
+    time.sleep(0.5)
+    assert not store.finish(sub, "host:1:0", {"score": 1})
+    assert store.get(sub)["graded"] == 0
+
+
+def test_a_learner_holds_one_slot_while_others_wait(store):
+    hog = [add(store, "hog", exercise) for exercise in ("update_with_donate", "donation_report")]
+    fair = add(store, "ann")
+    assert store.claim("w:1:0", 30)["id"] == hog[0]
+    assert store.claim("w:1:1", 30)["id"] == fair  # not hog's second
+    assert store.claim("w:1:2", 30) is None  # hog's second waits for hog's first
+    assert store.finish(hog[0], "w:1:0", {})
+    assert store.claim("w:1:2", 30)["id"] == hog[1]
+
+
+def test_newest_wins_while_queued(store):
+    first = add(store, "ann")
+    second = add(store, "ann")
+    other = add(store, "ann", "donation_report")  # another exercise is not replaced
+    assert store.get(first)["status"] == "replaced"
+    assert store.get(first)["replaced_by"] == second
+    assert store.claim("w:1:0", 30)["id"] == second
+    third = add(store, "ann")  # the running one is not replaced
+    assert store.get(second)["status"] == "running"
+    assert {store.get(i)["status"] for i in (third, other)} == {"queued"}
+
+
+def test_caps_refuse_and_store_nothing(store):
+    caps = Caps(rate_count=3, rate_seconds=60, per_learner=2, per_client=3, max_queue=5)
+    add(store, "a1", caps=caps)
+    add(store, "a1", "donation_report", caps=caps)
+    with pytest.raises(Refusal) as refused:
+        add(store, "a1", "fix_training_loop", caps=caps)
+    assert refused.value.kind == "learner" and store.waiting() == 2
+    add(store, "b1", caps=caps)
+    with pytest.raises(Refusal) as refused:  # a fourth from the same address
+        add(store, "c1", caps=caps)
+    assert refused.value.kind == "client" and store.waiting() == 3
+    add(store, "c1", client="10.0.0.2", caps=caps)
+    add(store, "d1", client="10.0.0.3", caps=caps)
+    with pytest.raises(Refusal) as refused:
+        add(store, "e1", client="10.0.0.4", caps=caps)
+    assert refused.value.kind == "queue" and store.waiting() == 5
+    add(store, "a1", caps=caps)  # replaces a1's queued one: the queue does not grow
+    with pytest.raises(Refusal) as refused:
+        add(store, "a1", caps=caps)
+    assert refused.value.kind == "rate" and refused.value.count == 3
