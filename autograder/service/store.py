@@ -21,7 +21,7 @@ grading slots while others wait. On PostgreSQL the claim locks its row with
 skipped, not waited for) under a transaction-level advisory lock (claims are
 milliseconds; serialising them is what makes the one-slot-per-learner rule
 exact). On SQLite every write transaction is ``BEGIN IMMEDIATE`` (one writer
-at a time), WAL, ``synchronous=FULL``. Times are UNIX seconds from the
+at a time), with a rollback journal and ``synchronous=FULL``. Times are UNIX seconds from the
 machine's clock: machines sharing a database need synchronised clocks (NTP),
 to well within the lease.
 
@@ -117,13 +117,16 @@ def make_engine(url):
         @event.listens_for(engine, "connect")
         def _connect(dbapi_conn, _):
             dbapi_conn.isolation_level = None  # transactions are begun below
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=60000"):
+            # A rollback journal, not WAL: WAL's index is a memory-mapped file, and
+            # a write the filesystem refuses there (a read-only or failing disk,
+            # `chattr +i`) kills the process with SIGBUS instead of raising.
+            for pragma in ("journal_mode=DELETE", "synchronous=FULL", "busy_timeout=60000"):
                 dbapi_conn.execute(f"PRAGMA {pragma}")
 
         @event.listens_for(engine, "begin")
         def _begin(conn):
             # Writers take the write lock up front, so a claim's read and write
-            # are one step; readers do not block writers (WAL).
+            # are one step.
             readonly = conn.get_execution_options().get("readonly")
             conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
         return engine

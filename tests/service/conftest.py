@@ -87,7 +87,7 @@ def read_rows(db):
         with engine.connect() as conn:
             return {r["id"]: dict(r) for r in conn.execute(text(
                 "SELECT id, learner, status, attempts, graded, gradebook, seq, submitted_at, "
-                "replaced_by, lease_owner FROM submissions")).mappings()}
+                "started_at, finished_at, replaced_by, lease_owner FROM submissions")).mappings()}
     finally:
         engine.dispose()
 
@@ -289,3 +289,66 @@ def store_service(request, course_template, tmp_path_factory, site_port):
     svc = Service(root, course, site_origin=f"http://127.0.0.1:{site_port}", db=db).start()
     yield svc
     svc.stop()
+
+
+def slow_notebook(sample, seconds):
+    """:func:`small_notebook` whose answer first sleeps ``seconds`` (a grading one can
+    catch in the middle)."""
+    notebook = small_notebook(sample)
+    notebook["cells"][0]["source"] = f"import time\ntime.sleep({seconds})\n" + \
+        notebook["cells"][0]["source"]
+    return notebook
+
+
+class Worker:
+    """One ``python -m autograder.service.worker`` process on a service's database."""
+
+    def __init__(self, service, jobs=1):
+        self.service, self.jobs = service, jobs
+        self.slot_base = random.randrange(20000, 40000, 16)
+        self.log = service.root / f"worker-{self.slot_base}.log"
+        self.proc = None
+
+    @property
+    def name(self):
+        """The worker's process name in the store (``host:pid``)."""
+        return f"{socket.gethostname()}:{self.proc.pid}"
+
+    def start(self):
+        argv = [sys.executable, "-m", "autograder.service.worker", "--db", str(self.service.db),
+                "--course", str(self.service.course), "--jobs", str(self.jobs),
+                "--slot-base", str(self.slot_base)]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(argv, cwd=REPO, env=nbgrader_env(), stdout=log,
+                                         stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # ready once it has written its heartbeat
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the worker exited:\n{self.log.read_text()[-3000:]}")
+            if f"grading worker {self.name}" in self.log.read_text():
+                return self
+            time.sleep(0.2)
+        raise RuntimeError(f"the worker did not start:\n{self.log.read_text()[-3000:]}")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def worker():
+    """Factory: ``worker(service, jobs)`` -> an unstarted :class:`Worker` (stopped after)."""
+    made = []
+
+    def make(service, jobs=1):
+        made.append(Worker(service, jobs))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.stop()

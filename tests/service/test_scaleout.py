@@ -1,0 +1,83 @@
+"""Scale-out on a real PostgreSQL server: an API process with ``--jobs 0`` and
+``python -m autograder.service.worker`` processes sharing one database."""
+import signal
+import time
+
+from tests.grading.helpers import EXPECTED
+from tests.service.conftest import WAIT, expected_failed, failed_tests, http, slow_notebook
+
+SAMPLES = ["reference", "wrong_arithmetic", "no_donation", "fails_empty", "wrong_dtype",
+           "jit_inside", "reference", "wrong_arithmetic"]
+
+
+def _check_graded_once(service, ids, plan):
+    answers = service.wait_done(ids)
+    rows = service.rows()
+    for sub_id, (learner, sample) in zip(ids, plan):
+        assert answers[sub_id]["learner"] == learner
+        assert answers[sub_id]["result"]["score"] == EXPECTED[sample]["score"], sample
+        assert failed_tests(answers[sub_id]["result"]) == expected_failed(sample)
+        assert rows[sub_id]["graded"] == 1, rows[sub_id]  # one result recorded
+    return rows
+
+
+def test_two_workers_one_killed_mid_grading(new_service, pg_url, worker):
+    service = new_service(db=pg_url(), jobs=0).start()  # the API alone
+    workers = [worker(service).start(), worker(service).start()]
+    plan = [(f"class-{i}", sample) for i, sample in enumerate(SAMPLES)]
+    ids = [service.submit(learner, slow_notebook(sample, 3)) for learner, sample in plan]
+
+    deadline = time.monotonic() + WAIT
+    while True:  # the first submission a worker is in the middle of grading
+        running = [r for r in service.rows().values() if r["status"] == "running"]
+        if running:
+            break
+        assert time.monotonic() < deadline, service.log.read_text()[-3000:]
+        time.sleep(0.05)
+    victim = running[0]
+    killed = next(w for w in workers if victim["lease_owner"].startswith(w.name + ":"))
+    survivor = next(w for w in workers if w is not killed)
+    killed.stop(signal.SIGKILL)
+    assert killed.proc.returncode == -signal.SIGKILL
+
+    rows = _check_graded_once(service, ids, plan)
+    assert rows[victim["id"]]["attempts"] == 2  # started by the killed one, redone once
+    assert rows[victim["id"]]["lease_owner"].startswith(survivor.name + ":")
+    assert all(r["attempts"] == 1 for i, r in rows.items() if i != victim["id"])
+
+
+def test_postgres_stopped_and_restarted_while_submissions_arrive(new_service, postgres, pg_url,
+                                                                 worker):
+    service = new_service(db=pg_url(), jobs=0).start()
+    worker(service, jobs=2).start()
+    plan = [(f"outage-{i}", sample) for i, sample in enumerate(SAMPLES)]
+    ids = [service.submit(learner, slow_notebook(sample, 1))
+           for learner, sample in plan[:4]]
+    before = set(service.rows())
+
+    postgres.stop()
+    try:
+        late = plan[4:]
+        for learner, sample in late:  # refused in plain words, nothing stored
+            status, headers, answer = http("POST", service.url + "/api/submissions", {
+                "exercise": "update_with_donate", "learner": learner,
+                "notebook": slow_notebook(sample, 1)})
+            assert (status, answer["code"]) == (503, "store_unavailable"), answer
+            assert "nothing was stored" in answer["error"] and int(headers["Retry-After"]) > 0
+        status, _, answer = http("GET", f"{service.url}/api/submissions/{ids[0]}")
+        assert (status, answer["code"]) == (503, "store_unavailable")
+        status, _, health = http("GET", service.url + "/api/health")
+        assert status == 503 and not health["ok"]
+        assert any("database" in problem for problem in health["problems"]), health
+        time.sleep(5)  # workers notice: their claims and renewals fail meanwhile
+    finally:
+        postgres.start()
+
+    assert set(service.rows()) == before
+    ids += [service.submit(learner, slow_notebook(sample, 1)) for learner, sample in late]
+    rows = _check_graded_once(service, ids, plan)
+    assert len(rows) == len(plan)
+    deadline = time.monotonic() + WAIT
+    while http("GET", service.url + "/api/health")[0] != 200:  # workers reported back
+        assert time.monotonic() < deadline, http("GET", service.url + "/api/health")
+        time.sleep(1)
