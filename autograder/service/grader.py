@@ -210,7 +210,9 @@ class Workers:
             self.sync_wanted.clear()
             # One process at a time writes the gradebook (nbgrader's rows are not
             # safe to create from two writers at once).
-            if not self.store.take_lock("gradebook", self.name, 120.0):
+            taken = self.store.take_lock("gradebook", self.name, 120.0)
+            self.problems.pop(threading.current_thread().name, None)  # the store answers
+            if not taken:
                 continue
             try:
                 self.sync_once()

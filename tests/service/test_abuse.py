@@ -2,7 +2,7 @@
 a store that cannot be written, bodies shaped to crash the decoder, one client
 filling the queue, one learner's hanging code, uploads that never finish."""
 import contextlib
-import http.client
+from http.client import HTTPConnection
 import json
 import socket
 import subprocess
@@ -106,7 +106,7 @@ def test_no_body_gets_a_500(store_service, shape):
 # -- 3. one client filling the queue for everyone -------------------------------
 def _post_from(service, address, payload):
     """POST from a given loopback source address (all of 127.0.0.0/8 is this machine)."""
-    conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=60,
+    conn = HTTPConnection("127.0.0.1", service.port, timeout=60,
                                       source_address=(address, 0))
     try:
         conn.request("POST", "/api/submissions", json.dumps(payload),
