@@ -25,8 +25,7 @@ import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import submission
-from autograder.service.grader import storage_problem
-from autograder.service.store import Caps, Refusal, process_name
+from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
 LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -255,8 +254,10 @@ class Submissions(Base):
             return Refused(429, "rate_limited", f"{learner} has sent {r.count} submissions in "
                            f"the last {caps.rate_seconds:g} s (the limit); try again in {wait} s",
                            {"Retry-After": str(wait)})
+        # The capped submissions are spread through the queue: the honest wait
+        # for them is the time the whole queue takes.
         waiting = await self.db(self.store.waiting)
-        wait = await self.wait_estimate(r.count if r.kind != "queue" else waiting)
+        wait = await self.wait_estimate(waiting)
         retry = {"Retry-After": str(wait or 60)}
         if r.kind == "learner":
             return Refused(429, "learner_queue_full", f"{learner} already has {r.count} "
@@ -346,4 +347,4 @@ def make_app(store, workers, settings):
         (r"/api/health", Health),
         (r".*", NotFound),
     ], default_handler_class=NotFound, store=store, workers=workers, api=settings,
-        pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name("api") + ":api")
+        pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name() + ":api")

@@ -66,8 +66,8 @@ def setup_logging():
 def open_store(args, stopping=None):
     """``(Store, Mirror)`` for ``args.db``; waits (with backoff) while the database is away."""
     from autograder.service.gradebook import Mirror
-    from autograder.service.grader import Backoff, storage_problem
-    from autograder.service.store import Store, database_url, url_text
+    from autograder.service.grader import Backoff
+    from autograder.service.store import Store, database_url, storage_problem, url_text
     url = database_url(args.db)
     mirror = Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))
     backoff = Backoff()

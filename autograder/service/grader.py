@@ -28,7 +28,7 @@ from pathlib import Path
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import api, pipeline
-from autograder.service.store import process_name
+from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
 LEASE = 30.0  # seconds; renewed every LEASE / 3 while grading
@@ -41,12 +41,6 @@ def grade_notebook(row, limits, slot):
         path = Path(tmp) / f"{exercise}.ipynb"  # readable by the grader only
         path.write_bytes(row["notebook"])
         return api.grade_file(path, row["learner"], exercise, limits, slot)
-
-
-def storage_problem(exc):
-    """A database error in plain words (the driver's first line)."""
-    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
-    return f"the database cannot be used: {detail[0] if detail else type(exc).__name__}"
 
 
 class Backoff:
@@ -79,7 +73,7 @@ class Workers:
     def __init__(self, store, mirror, limits, jobs=2, slot_base=100, lease=LEASE):
         self.store, self.mirror, self.limits, self.lease = store, mirror, limits, lease
         self.slots = [slot_base + i for i in range(max(1, jobs))]
-        self.name = process_name("worker")
+        self.name = process_name()
         self.work = threading.Condition()
         self.sync_wanted = threading.Event()
         self.stopping = threading.Event()

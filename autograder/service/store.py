@@ -155,10 +155,15 @@ class Caps:
     max_queue: int = 1000
 
 
-def process_name(role, slot=None):
-    """``host:pid[:slot]``: who holds a lease (and whether it can still be alive)."""
-    name = f"{socket.gethostname()}:{os.getpid()}"
-    return name if slot is None else f"{name}:{slot}"
+def process_name():
+    """``host:pid``: this process in the store (a lease owner is ``host:pid:slot``)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def storage_problem(exc):
+    """A database error in plain words (the driver's first line)."""
+    detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return f"the database cannot be used: {detail[0] if detail else type(exc).__name__}"
 
 
 class Store:
