@@ -41,8 +41,8 @@ def test_a_storage_fault_never_stops_grading(new_service):
     service = new_service(jobs=1).start()
     ids = []
     for round_ in range(2):  # twice, as in the issue, each with a grading in flight
-        ids.append(service.submit(f"disk-{round_}", slow_notebook("reference", 3)))
-        _wait(lambda: service.rows()[ids[-1]]["status"] == "running", "never ran", service.log)
+        ids.append(service.submit(f"disk-{round_}", slow_notebook("reference", 6)))
+        _wait(lambda: service.rows()[ids[-1]]["status"] != "queued", "never ran", service.log)
         start = time.monotonic()
         with immutable(service.root):
             status, _, health = http("GET", service.url + "/api/health")
@@ -120,8 +120,8 @@ def _post_from(service, address, payload):
 def test_queueing_is_fair(new_service):
     service = new_service(jobs=1, rate="10/60").start()
     service.wait_done([service.submit("warm-up", small_notebook("reference"))])  # a pace
-    blocker = service.submit("blocker", slow_notebook("reference", 3))
-    _wait(lambda: service.rows()[blocker]["status"] == "running", "never ran", service.log)
+    blocker = service.submit("blocker", slow_notebook("reference", 15))  # holds the slot
+    _wait(lambda: service.rows()[blocker]["status"] != "queued", "never ran", service.log)
 
     # One client varying the learner field: capped at 20 waiting, with an honest wait.
     accepted, refused = [], None
@@ -161,8 +161,8 @@ def test_queueing_is_fair(new_service):
 
 def test_per_learner_cap(new_service):
     service = new_service(jobs=1, **{"max-per-learner": 1}).start()
-    blocker = service.submit("blocker", slow_notebook("reference", 3))
-    _wait(lambda: service.rows()[blocker]["status"] == "running", "never ran", service.log)
+    blocker = service.submit("blocker", slow_notebook("reference", 15))  # holds the slot
+    _wait(lambda: service.rows()[blocker]["status"] != "queued", "never ran", service.log)
     service.submit("kay", small_notebook("reference"))
     status, headers, answer = http("POST", service.url + "/api/submissions", {
         "exercise": "donation_report", "learner": "kay", "notebook": small_notebook("reference")})
