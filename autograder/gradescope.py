@@ -299,7 +299,7 @@ def main(argv=None):
                sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
     # For the instructor only (Gradescope keeps stdout from learners by default).
     print(f"{data['score']:g}/{data['max_score']:g} {data['extra_data']['status']} "
-          f"in {time.monotonic() - start:.1f} s: {data['output'].splitlines()[0]}")
+          f"in {time.monotonic() - start:.1f} s: {data['output'][:200]!r}")
     return 0
 
 

@@ -117,7 +117,7 @@ def _pick(exercise):
     """Right, wrong and broken samples of an exercise: (name, expectation)."""
     want = expected(exercise)
     full = sum(p for _, _, p in hidden_tests(exercise))
-    wrong = next(n for n, w in want.items() if 0 < w["score"] < full)
+    wrong = next((n for n, w in want.items() if 0 < w["score"] < full), None)
     return [(n, want[n]) for n in ("reference", wrong, "syntax_error", "unattempted") if n in want]
 
 
