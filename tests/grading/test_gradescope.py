@@ -152,9 +152,12 @@ def test_sample_notebook_of_any_name_gets_its_grade(zips, released_course, tmp_p
     assert want.get("output", "") in data["output"]
 
 
-def test_a_py_file_is_graded(zips, tmp_path):
+def test_a_py_file_is_graded_beside_editor_and_archive_leftovers(zips, tmp_path):
     root = gradescope_root(zips["update_with_donate"], tmp_path)
     shutil.copy(SAMPLES / "reference.py", root / "submission" / "answer.py")
+    for leftover in ("__MACOSX/._answer.py", ".ipynb_checkpoints/answer-checkpoint.ipynb"):
+        (root / "submission" / leftover).parent.mkdir()
+        (root / "submission" / leftover).write_text("{}")
     data, proc = run_autograder(root)
     assert (data["score"], data["extra_data"]["status"]) == (10, "graded")
     assert "10/10 graded" in proc.stdout  # the instructor's line in Gradescope's stdout
