@@ -18,7 +18,6 @@ and the pins of requirements.txt that grading needs. :func:`run` is what
 import argparse
 import ast
 import importlib.metadata
-import io
 import json
 import os
 import subprocess
@@ -83,7 +82,9 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     ``visibility`` is each hidden test's Gradescope visibility (one of
     :data:`VISIBILITY`); ``limits`` (a :class:`~autograder.sandbox.Limits`)
     are baked into ``run_autograder``. Raises ValueError for an unknown
-    exercise or a needed package that requirements.txt does not pin.
+    exercise or a needed package that requirements.txt does not pin, and
+    subprocess.CalledProcessError when the exercise's probe, hidden tests or
+    notebook imports cannot be imported here.
     """
     if exercise not in submission.EXERCISES:
         raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(submission.EXERCISES)}")
@@ -101,17 +102,15 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     for path in modules:
         files[path] = (sandbox.REPO / path).read_text("utf-8")
     out = Path(out_dir) / f"{exercise}-gradescope.zip"
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")  # renamed into place: never half a zip
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, STAMP)
             mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o644
             info.external_attr = (0o100000 | mode) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, files[name])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(buf.getvalue())
     os.replace(tmp, out)
     return out
 
@@ -120,7 +119,7 @@ def _read_only_notebook(exercise):
     """The instructor's read-only cells (what grading restores), as a notebook's JSON."""
     cells = [{**c, **({"outputs": [], "execution_count": None} if c["cell_type"] == "code" else {})}
              for c in submission.instructor_cells(exercise).values()]
-    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5},
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4},
                       indent=1) + "\n"
 
 
