@@ -20,7 +20,9 @@ from autograder import pipeline, results, sandbox, submission, zygote
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0],
+                                epilog="python -m autograder gradescope EXERCISE --out DIR "
+                                       "builds a Gradescope autograder zip (see its --help).")
     p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
     p.add_argument("--exercise", choices=submission.EXERCISES, help="default: from the path")
