@@ -26,7 +26,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder import grade, pipeline, results, sandbox, submission, zygote
+from autograder import pipeline, results, sandbox, submission, zygote
 
 ROOT_ENV = "GRADESCOPE_ROOT"
 VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
@@ -92,8 +92,8 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     modules, dists = _imports(exercise)
     args = (f"{exercise} --visibility {visibility} --timeout {limits.seconds:g} "
             f"--memory-mib {limits.memory_mib}")
-    fallback = for_gradescope(results.results_json(
-        grade.all_failed(exercise, NOT_GRADED), NOT_GRADED, "error", "", 0.0), visibility)
+    fallback = pipeline.grader_fault(exercise, RuntimeError("run_autograder could not start"))
+    fallback = for_gradescope(dict(fallback, output=NOT_GRADED), visibility)
     files = {"setup.sh": SETUP_SH,
              "run_autograder": RUN_AUTOGRADER.format(args=args,
                                                      fallback=json.dumps(fallback)),
