@@ -41,7 +41,7 @@ TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", 
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 FORMATS = {"text", "html", "simple_format", "md", "ansi"}
 # A submission that tries to write Gradescope's results.json itself (the grader's
-# package sits in <root>/source/autograder), then answers wrongly (7 of 10).
+# package sits in <root>/source/autograder), then answers as hostile/wrong.py does.
 FORGES_GRADESCOPE = """\
 import json, pathlib
 import autograder
@@ -190,7 +190,7 @@ def test_hostile_submission_gets_its_result(hostile_zip, released_course, tmp_pa
     (root / "submission" / f"{name}.ipynb").write_bytes(payload)
     data, _ = run_autograder(root)
     assert_gradescope_shape(data, "update_with_donate", "after_published")
-    want = HOSTILE_EXPECTED.get(name, {"score": 7, "status": "graded", "output": "Graded."})
+    want = HOSTILE_EXPECTED["wrong" if name == "forges_gradescope_results" else name]
     assert (data["score"], data["extra_data"]["status"]) == (want["score"], want["status"]), \
         data["output"]
     assert want["output"] in data["output"]
