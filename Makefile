@@ -3,16 +3,20 @@
 #   make serve   build the site and serve it (the main job)
 #   make book    build the site only
 #   make test    run the test suite (what .ci/run calls)
+#   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 HOST   ?= 127.0.0.1
 JUPYTER_PORT ?= 8888
+GRADESCOPE_OUT ?= _build/gradescope
+# Visibility of the hidden tests' results on Gradescope: visible or after_published.
+GRADESCOPE_VISIBILITY ?= visible
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
 ASSIGNMENTS := update_with_donate donation_report fix_training_loop silent_donation
 
-.PHONY: venv release book serve test clean
+.PHONY: venv release book serve test gradescope clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -49,6 +53,13 @@ serve: book
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests
+
+# The exercise list is autograder/submission.py's EXERCISES: a new exercise gets its zip.
+gradescope: venv
+	@echo "==> building Gradescope autograders into $(GRADESCOPE_OUT)/"
+	@for ex in $$(JAX_PLATFORMS=cpu $(BIN)/python -c "from autograder.submission import EXERCISES; print(*EXERCISES)"); do \
+	  JAX_PLATFORMS=cpu $(BIN)/python -m autograder gradescope "$$ex" --out "$(GRADESCOPE_OUT)" \
+	    --visibility "$(GRADESCOPE_VISIBILITY)" || exit 1; done
 
 clean:
 	rm -rf _build exercises/release exercises/gradebook.db

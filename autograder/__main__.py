@@ -1,5 +1,8 @@
 """Command line: ``python -m autograder PATH... --out DIR``.
 
+``python -m autograder gradescope EXERCISE --out DIR`` builds a Gradescope
+autograder zip instead (:mod:`autograder.gradescope`).
+
 Prints one line per submission and exits 0 when every submission got a
 results.json, whatever the scores (2 on bad usage, 1 if a result could not be
 written). Rerunning the same command grades only submissions that are new or
@@ -17,7 +20,9 @@ from autograder import pipeline, results, sandbox, submission, zygote
 
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__.splitlines()[0],
+                                epilog="python -m autograder gradescope EXERCISE --out DIR "
+                                       "builds a Gradescope autograder zip (see its --help).")
     p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
     p.add_argument("--exercise", choices=submission.EXERCISES, help="default: from the path")
@@ -29,6 +34,11 @@ def parse(argv):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gradescope"]:
+        from autograder import gradescope
+
+        return gradescope.build_main(argv[1:])
     args = parse(argv)
     missing = [p for p in args.paths if not os.path.lexists(p)]
     if missing:  # a typo must not become a learner's zero

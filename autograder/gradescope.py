@@ -1,0 +1,306 @@
+"""Gradescope autograders: one zip per exercise, graded by the course's own pipeline.
+
+``python -m autograder gradescope EXERCISE --out DIR`` writes
+``DIR/EXERCISE-gradescope.zip`` as Gradescope's autograder specification
+(gradescope-autograders.readthedocs.io, "Autograder Specifications") asks:
+``setup.sh`` and ``run_autograder`` at the root of the zip. Gradescope
+unpacks the zip into ``/autograder/source``, runs ``setup.sh`` once when it
+builds the image, then for each upload runs ``run_autograder`` with the
+learner's files in ``/autograder/submission`` and reads
+``/autograder/results/results.json``. ``GRADESCOPE_ROOT`` moves
+``/autograder`` (tests lay out a temporary folder the same way).
+
+The zip holds the grader modules grading imports, this exercise's probe and
+hidden tests only, the instructor's read-only cells (never a solution cell)
+and the pins of requirements.txt that grading needs. :func:`run` is what
+``run_autograder`` calls: steps 1-3 of :mod:`autograder.pipeline`, unchanged.
+"""
+import argparse
+import ast
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+from autograder import pipeline, results, sandbox, submission, zygote
+
+ROOT_ENV = "GRADESCOPE_ROOT"
+VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
+# Top-level results.json fields Gradescope documents (specs page, "Output format").
+RESULT_FIELDS = ("score", "execution_time", "output", "output_format", "test_output_format",
+                 "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
+                 "leaderboard")
+REQUIREMENTS = sandbox.REPO / "requirements.txt"
+STAMP = (1980, 1, 1, 0, 0, 0)  # fixed zip entry times: the same course gives the same zip
+NOT_GRADED = ("The autograder could not start on this submission; "
+              "please tell your instructor (details are in the autograder's stdout).")
+
+SETUP_SH = """\
+#!/usr/bin/env bash
+# Gradescope runs this once, as root, while it builds the autograder's image
+# (Ubuntu 22.04). It needs Python 3.11 (the course's JAX and NumPy need >= 3.11)
+# and installs the course's exact pins from requirements.txt into a venv.
+set -euo pipefail
+ROOT="${GRADESCOPE_ROOT:-/autograder}"
+SOURCE="$ROOT/source"
+if ! command -v python3.11 >/dev/null || ! python3.11 -c 'import ensurepip' 2>/dev/null; then
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.11 python3.11-venv
+fi
+python3.11 -m venv "$SOURCE/.venv"
+"$SOURCE/.venv/bin/python" -m pip install --no-cache-dir -r "$SOURCE/requirements.txt"
+# Learner code runs as an unprivileged uid: it must read the grader and the venv
+# (the hidden tests are made root-only again before each grading).
+chmod a+rx "$ROOT" "$SOURCE"
+chmod -R a+rX "$SOURCE/autograder" "$SOURCE/.venv"
+"""
+
+RUN_AUTOGRADER = """\
+#!/usr/bin/env bash
+# Gradescope runs this for every upload. It grades /autograder/submission with
+# the course's sandboxed grader and always leaves /autograder/results/results.json.
+ROOT="${{GRADESCOPE_ROOT:-/autograder}}"
+mkdir -p "$ROOT/results"
+rm -f "$ROOT/results/results.json"
+(cd "$ROOT/source" && JAX_PLATFORMS=cpu .venv/bin/python -m autograder.gradescope run {args})
+if [ ! -s "$ROOT/results/results.json" ]; then
+  cat > "$ROOT/results/results.json" <<'RESULTS'
+{fallback}
+RESULTS
+fi
+exit 0
+"""
+
+
+def build(exercise, out_dir, visibility="visible", limits=None):
+    """Write ``out_dir/<exercise>-gradescope.zip``; return its path.
+
+    ``visibility`` is each hidden test's Gradescope visibility (one of
+    :data:`VISIBILITY`); ``limits`` (a :class:`~autograder.sandbox.Limits`)
+    are baked into ``run_autograder``. Raises ValueError for an unknown
+    exercise or a needed package that requirements.txt does not pin, and
+    subprocess.CalledProcessError when the exercise's probe, hidden tests or
+    notebook imports cannot be imported here.
+    """
+    if exercise not in submission.EXERCISES:
+        raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(submission.EXERCISES)}")
+    limits = limits or sandbox.Limits()
+    modules, dists = _imports(exercise)
+    args = (f"{exercise} --visibility {visibility} --timeout {limits.seconds:g} "
+            f"--memory-mib {limits.memory_mib}")
+    fallback = pipeline.grader_fault(exercise, RuntimeError("run_autograder could not start"))
+    fallback = for_gradescope(dict(fallback, output=NOT_GRADED), visibility)
+    files = {"setup.sh": SETUP_SH,
+             "run_autograder": RUN_AUTOGRADER.format(args=args,
+                                                     fallback=json.dumps(fallback)),
+             "requirements.txt": pins(dists),
+             f"exercises/source/{exercise}/{exercise}.ipynb": _read_only_notebook(exercise)}
+    for path in modules:
+        files[path] = (sandbox.REPO / path).read_text("utf-8")
+    out = Path(out_dir) / f"{exercise}-gradescope.zip"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")  # renamed into place: never half a zip
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, STAMP)
+            mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o644
+            info.external_attr = (0o100000 | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, files[name])
+    os.replace(tmp, out)
+    return out
+
+
+def _read_only_notebook(exercise):
+    """The instructor's read-only cells (what grading restores), as a notebook's JSON."""
+    cells = [{**c, **({"outputs": [], "execution_count": None} if c["cell_type"] == "code" else {})}
+             for c in submission.instructor_cells(exercise).values()]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4},
+                      indent=1) + "\n"
+
+
+_LIST_IMPORTS = """\
+import importlib, json, sys
+before = set(sys.modules)
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+from autograder import worker
+worker.preload([sys.argv[1]])  # what the zygote imports for this exercise
+print(json.dumps({n: getattr(m, "__file__", None) for n, m in sys.modules.items() if n not in before}))
+"""
+
+
+def _imports(exercise):
+    """``(repo-relative grader files, distributions)`` that grading ``exercise`` imports.
+
+    Found by importing, in a fresh interpreter, the probe and hidden tests,
+    what ``run_autograder`` and the learner's process import, and what the
+    exercise's notebook imports (its answer's packages included).
+    """
+    entries = [f"autograder.probes.{exercise}", f"autograder.hidden.test_{exercise}",
+               "autograder.gradescope", "autograder.worker", "autograder.probes.common",
+               "IPython.core.inputtransformer2", "nbformat", *_notebook_imports(exercise)]
+    proc = subprocess.run([sys.executable, "-c", _LIST_IMPORTS, exercise, *entries], cwd=sandbox.REPO,
+                          env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(sandbox.REPO)),
+                          capture_output=True, text=True, check=True)
+    loaded = json.loads(proc.stdout.splitlines()[-1])
+    files = sorted(str(Path(f).resolve().relative_to(sandbox.REPO)) for n, f in loaded.items()
+                   if f and (n == "autograder" or n.startswith("autograder.")))
+    by_module = importlib.metadata.packages_distributions()
+    dists = {d for n in loaded if "." not in n for d in by_module.get(n, ())}
+    return files, dists
+
+
+def _notebook_imports(exercise):
+    """Top-level packages the exercise's source notebook imports (never ``autograder``)."""
+    path = submission.SOURCE / exercise / f"{exercise}.ipynb"
+    names = set()
+    for cell in json.loads(path.read_text("utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return sorted(names - {"autograder"})
+
+
+def pins(dists):
+    """requirements.txt's lines for ``dists`` and everything they require, in its order.
+
+    Requirements are followed as pip would on this interpreter (markers
+    evaluated, extras only when asked for). Raises ValueError when one is not pinned.
+    """
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lines = {}
+    for line in REQUIREMENTS.read_text("utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            lines[canonicalize_name(Requirement(line).name)] = line
+    needed, todo = set(), [(d, frozenset()) for d in dists]
+    while todo:
+        name, extras = todo.pop()
+        key = canonicalize_name(name)
+        if (key, extras) in needed:
+            continue
+        needed.add((key, extras))
+        if key not in lines:
+            raise ValueError(f"grading needs {name}, which requirements.txt does not pin")
+        for text in importlib.metadata.requires(name) or ():
+            req = Requirement(text)
+            if not req.marker or any(req.marker.evaluate({"extra": e}) for e in extras or {""}):
+                todo.append((req.name, frozenset(req.extras)))
+    keys = {k for k, _ in needed}
+    return "".join(line + "\n" for key, line in lines.items() if key in keys)
+
+
+def for_gradescope(data, visibility):
+    """A results.json dict cut to Gradescope's documented fields.
+
+    Each test gets ``visibility``; the overall output is shown as plain
+    text (it can quote the learner's code and messages, never HTML).
+    """
+    out = {k: v for k, v in data.items() if k in RESULT_FIELDS}
+    out["output_format"] = "text"
+    out["tests"] = [dict(t, visibility=visibility) for t in data["tests"]]
+    return out
+
+
+def run(root, exercise, visibility="visible", limits=None):
+    """Grade the upload under ``root``/submission into ``root``/results/results.json.
+
+    Never raises for a learner's upload: a grader fault still writes a
+    result (``extra_data.status`` "error").
+    """
+    root = Path(root)
+    limits = limits or sandbox.Limits()
+    try:
+        data = _grade_upload(root, exercise, limits)
+    except Exception as exc:  # a grader bug must still leave the learner a result
+        data = pipeline.grader_fault(exercise, exc)
+    results.atomic_write(root / "results" / "results.json",
+                         json.dumps(for_gradescope(data, visibility), indent=2) + "\n")
+    return data
+
+
+def _grade_upload(root, exercise, limits):
+    upload, out = root / "submission", root / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    sandbox.protect(out)
+    found = submission.find([upload])[0] if upload.is_dir() else []
+    found = [f for f in found if not any(p.startswith((".", "__MACOSX"))
+                                         for p in f[1].relative_to(upload).parts)]
+    if len(found) == 1:
+        name, path, _ = found[0]
+        sub = submission.load(name, path, None, exercise)
+    else:
+        sub = submission.Submission(name="submission", path=upload, exercise=exercise,
+                                    unreadable=_upload_problem(upload, found, exercise))
+    if not sub.unreadable and sub.attempted:  # else nothing runs: no need for JAX
+        zygote.shared().launch([exercise])
+    return pipeline.grade(sub, limits, 0, pipeline.digest(sub, limits),
+                          pipeline.hidden_dirs([upload, out]))
+
+
+def _upload_problem(upload, found, exercise):
+    """Plain words for an upload holding no notebook or ``.py`` file, or several."""
+    if found:
+        names = ", ".join(str(p.relative_to(upload)) for _, p, _ in found)
+        return (f"several files were uploaded ({names}); upload only your notebook "
+                f"({exercise}.ipynb) or one .py file")
+    others = sorted(str(p.relative_to(upload)) for p in upload.rglob("*") if p.is_file()) \
+        if upload.is_dir() else []
+    return (f"no notebook (.ipynb) or .py file was uploaded"
+            + (f" (found only {', '.join(others[:10])})" if others else "")
+            + f"; upload your {exercise}.ipynb")
+
+
+def build_main(argv):
+    """``python -m autograder gradescope EXERCISE --out DIR``: build one zip."""
+    p = argparse.ArgumentParser(prog="python -m autograder gradescope",
+                                description="Write DIR/EXERCISE-gradescope.zip for Gradescope.")
+    p.add_argument("exercise", choices=submission.EXERCISES)
+    p.add_argument("--out", required=True, help="folder for the zip")
+    _limit_options(p, "the hidden tests' visibility for learners (default: visible)")
+    args = p.parse_args(argv)
+    path = build(args.exercise, args.out, args.visibility,
+                 sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
+    print(path)
+    return 0
+
+
+def _limit_options(p, visibility_help):
+    p.add_argument("--visibility", choices=VISIBILITY, default="visible", help=visibility_help)
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per submission (default 60)")
+    p.add_argument("--memory-mib", type=int, default=4096, help="address-space limit per submission")
+
+
+def main(argv=None):
+    """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
+    p = argparse.ArgumentParser(prog="python -m autograder.gradescope")
+    p.add_argument("command", choices=["run"])
+    p.add_argument("exercise", choices=submission.EXERCISES)
+    _limit_options(p, "each hidden test's visibility")
+    args = p.parse_args(argv)
+    root = Path(os.environ.get(ROOT_ENV) or "/autograder")
+    start = time.monotonic()
+    data = run(root, args.exercise, args.visibility,
+               sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
+    # For the instructor only (Gradescope keeps stdout from learners by default).
+    print(f"{data['score']:g}/{data['max_score']:g} {data['extra_data']['status']} "
+          f"in {time.monotonic() - start:.1f} s: {data['output'][:200]!r}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
