@@ -2,86 +2,69 @@
 
 Forked by :mod:`autograder.sandbox` with limits already applied. Takes one
 request (``exercise``, ``seed``, ``cells``) and writes one JSON reply to a
-private pipe. Nothing here decides a
-score; the reply is data for the hidden tests in the grader's process.
+private pipe. The cells run in IPython's own shell, never an imitation of it.
+Nothing here decides a score; the reply is data for the hidden tests in the
+grader's process.
 """
 import errno
 import importlib
 import json
 import os
-import re
+import shutil
 import sys
+import tempfile
 
-MAGIC = re.compile(r"^\s*[%!]", re.MULTILINE)
+_shell = None  # IPython's shell, made once per zygote by preload()
 
 
-class _Shell:
-    """Stands in for ``get_ipython()`` in the learner's namespace.
+def shell():
+    """IPython's ``InteractiveShell``, configured as a kernel's but quiet.
 
-    Line magics and shell escapes do nothing. A cell magic that only wraps
-    Python (``%%time``, ``%%timeit``, ``%%capture``, ...) runs its body once,
-    as it would in Jupyter; any other cell magic is reported, not skipped silently.
+    Cells run with IPython's own semantics (magics, ``%%timeit`` scoping,
+    ``display``, shell escapes), as they do in the kernel ``nbgrader
+    autograde`` starts, so both graders see the same namespace. History is
+    off (no SQLite file, no saving thread) so the shell is safe to make
+    before ``fork()``. Its profile folder is a temporary one, removed once
+    the shell is made: nothing is written to the grader's home.
     """
+    global _shell
+    if _shell is None:
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets.config import Config
 
-    RUNS_BODY = {"time", "timeit", "capture", "prun", "debug"}
-
-    def __init__(self, ns):
-        self.ns = ns
-
-    def run_cell_magic(self, name, _line, body):
-        if name not in self.RUNS_BODY:
-            raise RuntimeError(f"the cell magic %%{name} cannot run during grading; "
-                               "remove it from your answer")
-        exec(compile(_transform(body), f"%%{name} cell", "exec"), self.ns)
-
-    def __getattr__(self, _name):
-        return lambda *a, **k: None
-
-
-def _display(*objects, **_kwargs):
-    """``display()`` as in a notebook, printing each object's repr."""
-    for obj in objects:
-        print(repr(obj))
+        config = Config()
+        config.HistoryManager.enabled = False
+        config.InteractiveShell.colors = "nocolor"  # tracebacks in the log stay plain text
+        profile = tempfile.mkdtemp(prefix="ipython-")
+        try:
+            _shell = InteractiveShell.instance(config=config, ipython_dir=profile)
+        finally:
+            shutil.rmtree(profile, ignore_errors=True)
+    return _shell
 
 
-def _transform(source):
-    source = source.removeprefix("\ufeff")
-    if not MAGIC.search(source):
-        return source
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    return TransformerManager().transform_cell(source)
-
-
-def run_cells(cells, ns, memory_mib=None):
-    """Exec each cell in ``ns``; return plain-words messages for cells that failed."""
+def run_cells(cells, shell, memory_mib=None):
+    """Run each cell in ``shell`` as a kernel would; return plain-words messages for cells that failed."""
     from autograder.probes.common import error_text
 
     errors = []
     for cell in cells:
         label = cell["label"]
-        try:
-            code = compile(_transform(cell["source"]), label, "exec")
-        except SyntaxError as exc:
-            errors.append(f"{label} has a syntax error at line {exc.lineno}: {exc.msg}")
+        result = shell.run_cell(cell["source"].removeprefix("\ufeff"), store_history=True)
+        exc = result.error_before_exec or result.error_in_exec
+        if exc is None:
             continue
-        except Exception as exc:  # e.g. ValueError for NUL bytes in the source
-            errors.append(f"{label} could not be compiled: {error_text(exc)}")
-            continue
-        try:
-            exec(code, ns)
-        except MemoryError:
+        if isinstance(exc, SyntaxError) and result.error_before_exec is not None:
+            where = f" at line {exc.lineno}" if exc.lineno else ""
+            errors.append(f"{label} has a syntax error{where}: {exc.msg}")
+        elif isinstance(exc, MemoryError):
             errors.append(f"{label} used more than {memory_mib} MiB of memory (MemoryError)")
             # Leave a mark in the log: if the process dies later for want of
             # memory (XLA cannot start its threads), the grader can say why.
             os.write(2, b"\nMemoryError in learner code\n")
-        except OSError as exc:
-            if exc.errno == errno.EFBIG:
-                exc = f"printed or wrote more than the file-size limit ({exc.strerror})"
-                errors.append(f"{label} {exc}")
-            else:
-                errors.append(f"{label} raised {error_text(exc)}")
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt included
+        elif isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+            errors.append(f"{label} printed or wrote more than the file-size limit ({exc.strerror})")
+        else:  # SystemExit and KeyboardInterrupt included: IPython catches them too
             errors.append(f"{label} raised {error_text(exc)}")
     return errors
 
@@ -90,7 +73,8 @@ def preload(exercises=()):
     """Import what submissions need, without starting a JAX backend.
 
     Safe before ``fork()``: importing JAX creates no threads or devices; the
-    CPU client starts in each learner process on first use. Each exercise's
+    CPU client starts in each learner process on first use. IPython's shell
+    is made here too (a third of a second, paid once per zygote). Each exercise's
     probe module may list heavier imports its learners use in ``PRELOAD``.
     """
     import jax  # noqa: F401
@@ -99,6 +83,7 @@ def preload(exercises=()):
 
     import autograder.probes.common  # noqa: F401
 
+    shell()
     for exercise in exercises:
         probe = importlib.import_module(f"autograder.probes.{exercise}")
         for name in getattr(probe, "PRELOAD", ()):
@@ -110,10 +95,8 @@ def serve(request, reply_fd):
     reply = os.fdopen(reply_fd, "w")
     preload()
     probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
-    ns = {"__name__": "__main__", "display": _display}
-    shell = _Shell(ns)
-    ns["get_ipython"] = lambda: shell
-    errors = run_cells(request["cells"], ns, request.get("memory_mib"))
+    ns = shell().user_ns
+    errors = run_cells(request["cells"], shell(), request.get("memory_mib"))
     try:
         obs = probe.observe(ns, request["seed"])
     except BaseException as exc:
