@@ -47,9 +47,16 @@ def entry(title, points, score, output, status=None):
             "output": output, "visibility": "visible"}
 
 
-def all_failed(exercise, message):
-    """Every hidden test scored 0 with the same message (timeouts, missing function)."""
-    return [entry(title, points, 0, message) for _, title, points in hidden_tests(exercise)]
+NOT_RUN = "Not run."
+
+
+def all_failed(exercise):
+    """Every hidden test scored 0, not run (timeouts, a missing function, the stub).
+
+    The reason is said once, in the result's ``output``; each test says only
+    :data:`NOT_RUN`, so feedback does not repeat it once per test.
+    """
+    return [entry(title, points, 0, NOT_RUN) for _, title, points in hidden_tests(exercise)]
 
 
 def judge(exercise, obs, seed):

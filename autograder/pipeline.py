@@ -69,7 +69,7 @@ def grader_fault(exercise, exc, hex_digest=""):
     """A result for a submission the grader itself failed on (a bug, not the learner's)."""
     message = (f"the grader failed on this submission ({type(exc).__name__}); "
                "please tell your instructor")
-    return results.results_json(hidden.all_failed(exercise, message), message, "error",
+    return results.results_json(hidden.all_failed(exercise), message, "error",
                                 hex_digest, 0.0)
 
 
@@ -101,7 +101,7 @@ def judge(sub, outcome, hex_digest):
 
 def _judge(sub, outcome, hex_digest):
     if sub.unreadable:
-        return _failed(sub, sub.unreadable, "unreadable")
+        return _failed(sub, sub.unreadable, "wrong exercise" if sub.other_exercise else "unreadable")
     if not sub.attempted:
         return _failed(sub, "not attempted: the answer cell is still the released stub",
                        "not attempted")
@@ -116,9 +116,13 @@ def _judge(sub, outcome, hex_digest):
                   else f"the tests could not run: {obs['probe_error']}")
         return _failed(sub, "; ".join([reason] + notes), "incomplete")
     tests = hidden.judge(sub.exercise, obs, seed_for(hex_digest))
-    output = "Graded." if not notes else "Graded. Problems while running your code: " + "; ".join(notes)
+    passed = sum(t["status"] == "passed" for t in tests)
+    output = (f"All {passed} checks passed." if passed == len(tests)
+              else f"{passed} of {len(tests)} checks passed.")
+    if notes:
+        output += " Problems while running your code: " + "; ".join(notes) + "."
     return tests, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
 
 
 def _failed(sub, message, status):
-    return hidden.all_failed(sub.exercise, message), message, status
+    return hidden.all_failed(sub.exercise), message, status

@@ -17,7 +17,13 @@ from autograder.notebook import is_grade, is_solution
 
 SOURCE = Path(__file__).resolve().parent.parent / "exercises" / "source"
 EXERCISES = ("update_with_donate", "donation_report", "fix_training_loop", "silent_donation")
-MAX_BYTES = 20 * 2**20  # a notebook bigger than this is refused unread
+# Saved outputs (images, long prints) are never graded, so they count toward
+# no limit on what is graded: a notebook file up to MAX_FILE_BYTES is read and
+# its outputs dropped; then up to MAX_SOURCE_BYTES of code is graded.
+MAX_FILE_BYTES = 128 * 2**20
+MAX_SOURCE_BYTES = 20 * 2**20
+CLEAR_OUTPUTS = ("clear its outputs (JupyterLab: Edit > Clear Outputs of All Cells), "
+                 "save, and hand it in again")
 
 
 @dataclass
@@ -36,7 +42,9 @@ class Submission:
     ``unreadable`` is a message when nothing can be graded; ``attempted`` is
     False when the answer cell is still the released stub; ``notes`` are
     warnings worth showing (e.g. an edited read-only cell); ``sha256`` is the
-    hex digest of the file's bytes (None when they could not be read).
+    hex digest of the file's bytes (None when they could not be read);
+    ``other_exercise`` names the exercise whose notebook this is, when it
+    was handed in for another one (then ``unreadable`` says so).
     """
 
     name: str
@@ -47,6 +55,7 @@ class Submission:
     attempted: bool = True
     notes: list = field(default_factory=list)
     sha256: str = None
+    other_exercise: str = None
 
 
 def find(paths):
@@ -116,14 +125,17 @@ def _read(sub, path):
         sub.unreadable = "the submission is a symbolic link; hand in the notebook itself"
         return
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        raw = b"" if size > MAX_FILE_BYTES else path.read_bytes()  # too big: refused unread
     except OSError as exc:
         sub.unreadable = f"the file could not be opened: {exc.strerror}"
         return
-    sub.sha256 = hashlib.sha256(raw).hexdigest()
-    if len(raw) > MAX_BYTES:
-        sub.unreadable = f"the file is {len(raw) // 2**20} MiB, over the {MAX_BYTES // 2**20} MiB limit"
+    size = max(size, len(raw))
+    if size > MAX_FILE_BYTES:
+        sub.unreadable = (f"the file is {_mib(size)}, over the {_mib(MAX_FILE_BYTES)} limit for "
+                          f"a notebook file (saved outputs count there): {CLEAR_OUTPUTS}")
         return
+    sub.sha256 = hashlib.sha256(raw).hexdigest()
     try:
         text = raw.decode("utf-8").removeprefix("\ufeff")  # editors on Windows add a BOM
     except UnicodeDecodeError as exc:
@@ -131,8 +143,16 @@ def _read(sub, path):
         return
     if path.suffix == ".py":
         sub.cells = [Cell(label=path.name, source=text)]
-        return
-    _read_notebook(sub, text)
+    else:
+        _read_notebook(sub, text)
+    code = sum(len(c.source.encode("utf-8", "replace")) for c in sub.cells)
+    if code > MAX_SOURCE_BYTES and not sub.unreadable:
+        sub.unreadable = (f"its code is {_mib(code)}, over the {_mib(MAX_SOURCE_BYTES)} limit "
+                          "for the code that is graded (outputs do not count)")
+
+
+def _mib(n):
+    return f"{n / 2**20:.0f} MiB" if n % 2**20 == 0 else f"{n / 2**20:.1f} MiB"
 
 
 def exercise_for(path, assignment):
@@ -159,12 +179,30 @@ def _read_notebook(sub, text):
     except Exception as exc:  # nbformat's converter raises many types for malformed notebooks
         sub.unreadable = f"notebook could not be read: {str(exc).splitlines()[0][:200]}"
         return
+    sub.other_exercise = _answers_other_exercise(sub.exercise, nb_cells)
+    if sub.other_exercise:
+        sub.unreadable = (f"this is the notebook of the exercise {sub.other_exercise}, handed in "
+                          f"for {sub.exercise}: hand in {sub.exercise}.ipynb for {sub.exercise}, "
+                          f"and this notebook for {sub.other_exercise}")
+        return
     sub.cells, answers = _code_cells(sub, nb_cells)
     if not sub.cells:
         sub.unreadable = "; ".join(["the notebook has no code cells to run"] + sub.notes)
     elif answers and all(_unchanged(c) for c in answers) and not any(
             c["cell_type"] == "code" and not _meta(c) and c["source"].strip() for c in nb_cells):
         sub.attempted = False  # the stub, and no code of the learner's own anywhere
+
+
+def _answers_other_exercise(exercise, nb_cells):
+    """The exercise whose answer cell this notebook holds, if not ``exercise`` (else None).
+
+    Each exercise's answer cell has the exercise's name as its nbgrader grade_id.
+    """
+    ids = {_meta(c).get("grade_id") for c in nb_cells}
+    ids = {i for i in ids if isinstance(i, str)}
+    if exercise in ids:
+        return None
+    return next((other for other in EXERCISES if other in ids), None)
 
 
 def _code_cells(sub, nb_cells):

@@ -4,6 +4,7 @@ Run nbgrader from this folder: `nbgrader generate_assignment update_with_donate`
 `nbgrader autograde update_with_donate`, `nbgrader generate_feedback ...`.
 """
 import os
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
@@ -16,6 +17,14 @@ c.CourseDirectory.course_id = "jax-donation"
 # inherit this environment, so the repo root goes on their import path.
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, str(HERE.parent))
+from autograder.nbgrader_bridge import IGNORED_STDERR  # noqa: E402
+
+# A graded cell's score is the hidden test's verdict alone: the bridge marks a
+# failure in its stderr message, and every other stderr output (JAX's INFO
+# logs, a learner's print(file=sys.stderr), a warning) is dropped before
+# nbgrader saves grades, so it can never score a cell 0.
+c.IgnorePattern.pattern = IGNORED_STDERR
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.Execute.timeout = 120

@@ -41,6 +41,47 @@ def _result(record):
     return result
 
 
+VALUE_TOL = {"rtol": 1e-6, "atol": 1e-6}  # float32 rounding of one addition
+REBIND_TOL = {"rtol": 1e-5, "atol": 1e-5}  # 50 additions round 50 times
+
+
+def _difference(got, want, tol):
+    """None when ``got`` is close to ``want`` under ``tol``, else what is off and by how much.
+
+    Every number it states comes from the one ``np.isclose`` that decides.
+    """
+    close = np.isclose(got, want, **tol)
+    if close.all():
+        return None
+    with np.errstate(all="ignore"):
+        off = np.abs(got.astype(np.float64) - want)
+        worst = int(np.nanargmax(np.where(close, -1.0, np.nan_to_num(off, nan=np.inf))))
+        relative = off[worst] / abs(want[worst]) if want[worst] else np.inf
+    return (f"{int((~close).sum())} of {close.size} elements differ by more than "
+            f"{tol['atol']:g} + {tol['rtol']:g} x |expected|; the largest difference is "
+            f"{off[worst]:.3g} (relative {relative:.2g}) at index {worst}: "
+            f"got {float(got[worst]):.8g}, expected {float(want[worst]):.8g}")
+
+
+def _values_hint(got, state, delta):
+    """Name a mistake only when the returned values show it; else list the usual ones."""
+    shown = {"state - delta": state - delta, "delta - state": delta - state,
+             "state (unchanged)": state, "delta": delta}
+    for name, value in shown.items():
+        if np.allclose(got, value, **VALUE_TOL):
+            return f"the values returned are {name}: return state + delta"
+    want = state + delta
+    nonzero = np.abs(want) > 1e-3
+    if nonzero.any():
+        ratio = got[nonzero] / want[nonzero]
+        scale = float(np.median(ratio))
+        if scale != 1 and np.allclose(ratio, scale, rtol=1e-6, atol=0):
+            return (f"every returned value is state + delta times {scale:.8g}: "
+                    "remove the extra factor from the helper")
+    return ("no usual mistake matches these values (the difference, one input unchanged, "
+            "a constant factor); compare your result with state + delta on a small example")
+
+
 @graded(2, "values: the result equals state + delta")
 def test_values(obs, seed):
     for n in VALUE_LENGTHS:
@@ -53,12 +94,9 @@ def test_values(obs, seed):
         if got.shape != expected.shape:
             fail(what, f"state + delta, of shape {expected.shape}", f"an array of shape {got.shape}",
                  "state + delta has the shape of state; check for broadcasting")
-        if not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
-            wrong = int(np.sum(~np.isclose(got, expected)))
-            fail(what, "state + delta, element by element",
-                 f"{wrong} of {n} elements different "
-                 f"(first returned values {np.round(got.ravel()[:3], 4).tolist()})",
-                 "return the sum, not the difference or one of the inputs")
+        off = _difference(got, expected, VALUE_TOL)
+        if off:
+            fail(what, "state + delta, element by element", off, _values_hint(got, state, delta))
 
 
 @graded(1, "result type: a float32 JAX array of the input's shape")
@@ -87,14 +125,27 @@ def test_rebinding(obs, seed):
     record = obs["rebind"]
     what = f"`state = {CALL}` repeated {REBIND_STEPS} times"
     _raised(record, what)
-    state, delta = make_inputs(seed, REBIND_LENGTH)
+    start, delta = make_inputs(seed, REBIND_LENGTH)
+    state = start
     for _ in range(REBIND_STEPS):
         state = state + delta
     got = _result(record)
-    if got.shape != state.shape or not np.allclose(got, state, rtol=1e-5, atol=1e-5):
-        fail(what, f"the starting state plus {REBIND_STEPS} times delta",
-             "a different final state",
-             "each call must use the state it is given, which is the previous result")
+    if got.shape != state.shape:
+        fail(what, f"the starting state plus {REBIND_STEPS} times delta, of shape {state.shape}",
+             f"an array of shape {got.shape}")
+    off = _difference(got, state, REBIND_TOL)
+    if off:
+        fail(what, f"the starting state plus {REBIND_STEPS} times delta", off,
+             _rebind_hint(got, start, delta))
+
+
+def _rebind_hint(got, start, delta):
+    for steps in (0, 1):
+        if np.allclose(got, start + steps * delta, **REBIND_TOL):
+            return (f"the final state is the starting state plus {steps} times delta: each "
+                    "call must start from the state it is given (the previous result)")
+    return ("known causes: a call that does not start from the state it is given, or an "
+            "error in single calls (see the values check) that grows with every call")
 
 
 @graded(1, "compiled once: repeated calls reuse the compiled helper")
@@ -153,7 +204,32 @@ def _donated(obs, n):
 def _not_checked(what, why):
     fail(what, "a call that donates state, so that this can be checked",
          f"not checked: {why}",
-         "donate state first (pass donate_argnums=(0,) to jax.jit); see the check 'state is donated'")
+         "donate state first; the check 'state is donated' says what was observed")
+
+
+ENTRY_MODULE = "jit_update_with_donate"  # JAX names a module after the jitted function
+DONATION_CAUSES = ("the helper is built without donate_argnums=(0,); update_with_donate (or "
+                   "a function calling the helper) is itself under jax.jit, and only the "
+                   "outermost jit's donation counts; something still holds state's buffer, "
+                   "such as a NumPy view from np.asarray(state)")
+
+
+def _donation_hint(helpers, lowered, record):
+    """A cause only when the observations show it; else the known causes, listed."""
+    if not helpers:
+        return "build the helper with jax.jit(..., donate_argnums=(0,)) and call it"
+    if record["delta_deleted"] and not record["state_deleted"]:
+        return ("delta was donated instead (it reads is_deleted() == True): state is "
+                "argument 0, so donate_argnums=(0,)")
+    if any(sum(m["donated"]) == 1 for m in helpers) and not record["state_deleted"]:
+        return ("the compiled helper marks state as donated, yet state was still alive: "
+                "JAX could not take its buffer because something else still held it, "
+                "such as a NumPy view from np.asarray(state); drop such views first")
+    if any(m["module"] == ENTRY_MODULE and not any(m["donated"]) for m in lowered):
+        return ("update_with_donate itself is compiled by jax.jit without donation, and "
+                "inside a jit the helper's donate_argnums is ignored: only the outermost "
+                "jit donates. Remove the outer jax.jit (or give it donate_argnums=(0,))")
+    return "known causes: " + DONATION_CAUSES
 
 
 @graded(2, "state is donated")
@@ -166,7 +242,7 @@ def test_state_donated(obs):
              "donated, and state reads is_deleted() == True after the call",
              "state donated to a jitted helper",
              _describe(helpers) + ("" if record["state_deleted"] else "; state still alive"),
-             "pass donate_argnums=(0,) to jax.jit when you build the helper")
+             _donation_hint(helpers, obs["lowered"], record))
 
 
 @graded(1, "delta is kept, not donated")

@@ -107,10 +107,8 @@ def huge_output(release):
     return _dump(nb)
 
 
-def oversized_file(release):
-    nb = _solved(release)
-    answer = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    answer["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "z" * (25 * 2**20)}]
+def oversized_code(release):
+    nb = with_answer(release, SOLUTION + "# " + "z" * (21 * 2**20) + "\n")
     return _dump(nb)
 
 
