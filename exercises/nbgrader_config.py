@@ -24,6 +24,7 @@ from autograder.nbgrader_bridge import IGNORED_STDERR  # noqa: E402
 # failure in its stderr message, and every other stderr output (JAX's INFO
 # logs, a learner's print(file=sys.stderr), a warning) is dropped before
 # nbgrader saves grades, so it can never score a cell 0.
+c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9.6
 c.IgnorePattern.pattern = IGNORED_STDERR
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

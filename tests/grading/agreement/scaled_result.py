@@ -1,0 +1,7 @@
+import jax
+
+_add_donating = jax.jit(lambda state, delta: (state + delta) * (1 + 5e-6), donate_argnums=(0,))
+
+
+def update_with_donate(state, delta):
+    return _add_donating(state, delta)

@@ -1,0 +1,136 @@
+"""``nbgrader autograde`` and ``python -m autograder`` give the same totals.
+
+The corpus (``agreement/``) holds answer cells modelled on instructors' bug
+reports, each put into the released ``update_with_donate`` notebook, plus a
+correct answer saved with a 24 MiB image output. Both graders run the way the
+README tells an instructor to, in a copy of the course's checkout (with
+``.venv`` beside it, as ``make`` leaves it): ``make release``'s
+``nbgrader generate_assignment``, then ``cd exercises`` and
+``nbgrader autograde`` and ``nbgrader export``, and
+``python -m autograder exercises/submitted --out grades``. The environment
+carries no PYTHONPATH: the course's own config is all nbgrader gets.
+"""
+import base64
+import csv
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import BIN, REPO
+from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+
+AGREEMENT = SAMPLES.parent / "agreement"
+EXPECTED = json.loads((AGREEMENT / "expected.json").read_text())
+EXPECTED.pop("_comment")
+ASSIGNMENT = "update_with_donate"
+IMAGE_BYTES = 24 * 2**20  # base64 text of the saved PNG output
+
+
+def _checkout(root):
+    """Copy the course's files as a clone has them, with the shared .venv beside them."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                             "autograder", "exercises"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout.split("\n")
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    (root / ".venv").symlink_to(BIN.parent)
+    return root
+
+
+def _env():
+    """The instructor's shell: the README's PATH prefix, and no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PATH"] = f"../.venv/bin{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def _nbgrader(course, *args):
+    return subprocess.run(["nbgrader", *args, "--log-level=ERROR"], cwd=course / "exercises",
+                          env=_env(), check=True, capture_output=True, text=True, timeout=1800)
+
+
+def large_image_output(release):
+    """A correct answer whose cell still holds the image it displayed (24 MiB)."""
+    nb = with_answer(release, (SAMPLES / "reference.py").read_text())
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + os.urandom(IMAGE_BYTES * 3 // 4 - 8)).decode()
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == ASSIGNMENT:
+            cell["execution_count"] = 1
+            cell["outputs"] = [{"output_type": "display_data", "metadata": {},
+                                "data": {"image/png": png, "text/plain": ["<Figure>"]}}]
+    return nb
+
+
+def corpus(release):
+    notebooks = {p.stem: with_answer(release, p.read_text()) for p in AGREEMENT.glob("*.py")}
+    notebooks["large_image_output"] = large_image_output(release)
+    return notebooks
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """``(course grader's results folder, nbgrader's totals)`` for the corpus."""
+    course = _checkout(tmp_path_factory.mktemp("checkout"))
+    _nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release = json.loads((course / "exercises" / "release" / ASSIGNMENT /
+                          f"{ASSIGNMENT}.ipynb").read_text())
+    for name, nb in corpus(release).items():
+        target = course / "exercises" / "submitted" / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+        target.parent.mkdir(parents=True)
+        target.write_text(json.dumps(nb))
+    ours = subprocess.run([".venv/bin/python", "-m", "autograder", "exercises/submitted",
+                           "--out", "grades"], cwd=course, env=_env(), capture_output=True,
+                          text=True, timeout=1800)
+    assert ours.returncode == 0, ours.stderr
+    _nbgrader(course, "autograde", ASSIGNMENT)
+    _nbgrader(course, "export", "--to", "grades.csv")
+    with open(course / "exercises" / "grades.csv") as handle:
+        theirs = {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+    return course / "grades", theirs
+
+
+def _results(out, name):
+    return json.loads((out / name / "results.json").read_text())
+
+
+def test_corpus_covers_every_reported_fault():
+    assert set(EXPECTED) == {p.stem for p in AGREEMENT.glob("*.py")} | {"large_image_output"}
+
+
+def test_both_graders_give_equal_totals(graded):
+    out, theirs = graded
+    with open(out / "summary.csv") as handle:
+        ours = {row["submission"]: float(row["score"]) for row in csv.DictReader(handle)}
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_course_grader_total_is_right(graded, name):
+    out, _ = graded
+    got = _results(out, name)
+    assert got["score"] == EXPECTED[name]["score"], got["output"]
+    for phrase in EXPECTED[name].get("output", []):
+        assert phrase in got["output"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_nbgrader_total_is_right(graded, name):
+    _, theirs = graded
+    assert theirs[name] == EXPECTED[name]["score"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if "feedback" in EXPECTED[n]))
+def test_feedback_says_what_was_observed(graded, name):
+    out, _ = graded
+    feedback = {t["name"].split(":")[0]: t["output"] for t in _results(out, name)["tests"]}
+    for check, phrases in EXPECTED[name]["feedback"].items():
+        for phrase in phrases:
+            assert phrase in feedback[check], (check, feedback[check])
+    for check, phrases in EXPECTED[name].get("not_in_feedback", {}).items():
+        for phrase in phrases:
+            assert phrase not in feedback[check], (check, feedback[check])
