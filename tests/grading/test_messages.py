@@ -1,0 +1,73 @@
+"""What a learner reads when a submission cannot be graded as handed in.
+
+Each case is graded by the course's command as an instructor runs it; the
+grading service calls the same pipeline with the exercise its form names.
+"""
+import json
+import re
+
+import pytest
+
+from autograder.grade import NOT_RUN, hidden_tests
+from autograder.submission import MAX_FILE_BYTES
+from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+from tests.grading.test_samples import results, run_autograder
+
+
+def _texts(result):
+    return [result["output"]] + [t["output"] for t in result["tests"]]
+
+
+def test_the_stub_is_said_to_be_unattempted_once(released_course, tmp_path):
+    path = tmp_path / "update_with_donate.ipynb"
+    path.write_text(json.dumps(released_notebook(released_course)))
+    assert run_autograder(path, "--out", tmp_path / "out").returncode == 0
+    result = results(tmp_path / "out", "update_with_donate")
+    said = " ".join(_texts(result))
+    assert said.count("not attempted") == 1, said
+    assert result["extra_data"]["status"] == "not attempted"
+    assert {t["output"] for t in result["tests"]} == {NOT_RUN}
+
+
+def test_a_graded_result_says_how_many_checks_passed(tmp_path):
+    proc = run_autograder(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert results(tmp_path, "reference")["output"] == "All 8 checks passed."
+    assert results(tmp_path, "no_donation")["output"] == "7 of 8 checks passed."
+    assert "Graded." not in json.dumps([results(tmp_path, n) for n in ("reference", "no_donation")])
+
+
+@pytest.mark.parametrize("other", ["donation_report", "fix_training_loop"])
+def test_a_notebook_for_another_exercise_is_named(released_course, tmp_path, other):
+    """Uploaded to update_with_donate's form (here: --exercise), it is not called a stub."""
+    path = tmp_path / f"{other}.ipynb"
+    path.write_text(json.dumps(released_notebook(released_course, other)))
+    proc = run_autograder(path, "--exercise", "update_with_donate", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    result = results(tmp_path / "out", other)
+    assert result["extra_data"]["status"] == "wrong exercise"
+    assert result["score"] == 0
+    assert f"the notebook of the exercise {other}, handed in for update_with_donate" in result["output"]
+    assert "not attempted" not in " ".join(_texts(result))
+    assert [t["name"] for t in result["tests"]] == [t for _, t, _ in hidden_tests("update_with_donate")]
+
+
+def test_a_file_too_large_even_for_outputs_says_to_clear_them(released_course, tmp_path):
+    nb = with_answer(released_notebook(released_course), (SAMPLES / "reference.py").read_text())
+    answer = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    answer["outputs"] = [{"output_type": "stream", "name": "stdout",
+                          "text": "x" * (MAX_FILE_BYTES + 2**20)}]
+    path = tmp_path / "huge.ipynb"
+    path.write_text(json.dumps(nb))
+    assert run_autograder(path, "--out", tmp_path / "out").returncode == 0
+    result = results(tmp_path / "out", "huge")
+    assert result["extra_data"]["status"] == "unreadable"
+    assert re.search(r"the file is 129 MiB, over the 128 MiB limit .*Clear Outputs of All Cells",
+                     result["output"]), result["output"]
+
+
+def test_the_readme_states_the_size_limits():
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    assert "128 MiB" in readme and "20 MiB of code" in readme
