@@ -87,9 +87,23 @@ UID_COUNT = 1000
 LEASES = Path(tempfile.gettempdir()) / "jax-donation-sandbox-uids"
 
 
+@dataclass
+class Lease:
+    """A sandbox uid and the descriptor of its lock file, whose ``flock`` is the lease.
+
+    The lease lasts while any copy of ``fd`` is open: the grader passes one
+    to the supervisor (:meth:`autograder.zygote.Zygote.run`), so a supervisor
+    left running by a killed grader still holds the uid, and no newer run can
+    lease it until that supervisor has killed its learner's processes.
+    """
+
+    uid: int
+    fd: int
+
+
 @contextlib.contextmanager
 def lease_uid(slot=0):
-    """Hold a sandbox uid that no other grader on this machine is using.
+    """Hold a sandbox uid that no other grader on this machine is using; yield a :class:`Lease`.
 
     Each uid is guarded by an exclusive ``flock`` on a root-only file, so a
     class run and the grading service never share a uid (and so never kill
@@ -108,8 +122,9 @@ def lease_uid(slot=0):
             os.close(fd)
             continue
         try:
-            kill_uid(uid)  # whatever a crashed grader left behind
-            yield uid
+            lease = Lease(uid, fd)
+            kill_uid(lease)  # whatever a crashed grader left behind
+            yield lease
         finally:
             os.close(fd)
         return
@@ -122,17 +137,19 @@ def run(request, limits=None, slot=0):
 
     limits = limits or Limits()
     try:
-        with lease_uid(slot) as uid:
-            return zygote.shared().run(request, limits, uid)
+        with lease_uid(slot) as lease:
+            return zygote.shared().run(request, limits, lease)
     except Exception as exc:  # the zygote died or hung: a result, never a crash
         return Outcome("error", f"the grader's sandbox failed ({type(exc).__name__}: {exc})")
 
 
-def supervise(request, limits, uid):
+def supervise(request, limits, lease):
     """Fork the learner's process, wait for it within the limits, clean up.
 
-    Runs in a root (or grader-user) process forked by the zygote.
+    Runs in a root (or grader-user) process forked by the zygote; ``lease``
+    is the :class:`Lease` of the learner's uid (None when not root).
     """
+    uid = lease.uid if lease else None
     scratch = tempfile.mkdtemp(prefix="grade-")
     log_path = scratch + ".log"
     if uid is not None:
@@ -146,7 +163,7 @@ def supervise(request, limits, uid):
     os.close(write_fd)
     try:
         raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
-        _kill_all(pid, uid)
+        _kill_all(pid, lease)
         tail, memory_hit = _read_log(log_path)
         return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, memory_hit)
     finally:
@@ -295,7 +312,7 @@ def _exit_code(pid):
     return -info.si_status
 
 
-def _kill_all(pid, uid):
+def _kill_all(pid, lease):
     """Kill the learner's process group, reap the learner, then its whole uid."""
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
@@ -306,8 +323,8 @@ def _kill_all(pid, uid):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
-    if uid is not None:
-        kill_uid(uid, reap=True)
+    if lease is not None:
+        kill_uid(lease, reap=True)
 
 
 def _become_subreaper():
@@ -336,17 +353,26 @@ def _reap_children():
             return
 
 
-def kill_uid(uid, reap=False):
-    """SIGKILL every process owned by ``uid``, fork bombs included.
+def kill_uid(lease, reap=False):
+    """SIGKILL every process owned by ``lease.uid``, fork bombs included, if the lease is held.
 
-    A helper process takes the uid and calls ``kill(-1, SIGKILL)``, which
-    reaches every process of that uid in one system call (kill(2)); repeated
-    until /proc shows none left. With ``reap`` (only in the supervisor, see
-    :func:`_become_subreaper`) the adopted zombies are reaped between rounds.
+    Fenced by the lease: unless ``lease.fd`` holds the uid's lock (``flock``
+    on a descriptor that already holds it succeeds; one held elsewhere
+    refuses), a newer run owns the uid and nothing is killed; returns False
+    then, else True. A helper process takes the uid and calls ``kill(-1,
+    SIGKILL)``, which reaches every process of that uid in one system call
+    (kill(2)); repeated until /proc shows none left. With ``reap`` (only in
+    the supervisor, see :func:`_become_subreaper`) the adopted zombies are
+    reaped between rounds.
     """
+    try:
+        fcntl.flock(lease.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    uid = lease.uid
     for _ in range(100):
         if not any(_owner(p) == uid for p in Path("/proc").iterdir() if p.name.isdigit()):
-            return
+            return True
         pid = os.fork()
         if pid == 0:
             try:
@@ -359,6 +385,7 @@ def kill_uid(uid, reap=False):
         if reap:  # only in the supervisor, whose children are all the learner's
             _reap_children()
         time.sleep(0.01)
+    return True
 
 
 def _owner(proc_dir):

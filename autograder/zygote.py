@@ -23,10 +23,18 @@ from pathlib import Path
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self):
+        """Runs in a forked child per connection: the supervisor of one submission.
+
+        The first byte carries the uid lease's descriptor (SCM_RIGHTS), so
+        this process holds the lease for as long as it runs, even if the
+        grader that leased it is killed.
+        """
         from autograder import sandbox
 
+        _, fds, _, _ = socket.recv_fds(self.connection, 1, 1)
         msg = json.loads(self.rfile.readline())
-        outcome = sandbox.supervise(msg["request"], sandbox.Limits(**msg["limits"]), msg["uid"])
+        lease = sandbox.Lease(msg["uid"], fds[0]) if fds and msg["uid"] is not None else None
+        outcome = sandbox.supervise(msg["request"], sandbox.Limits(**msg["limits"]), lease)
         self.wfile.write(sandbox.to_json(outcome).encode() + b"\n")
 
 
@@ -98,15 +106,20 @@ class Zygote:
                     raise RuntimeError("the sandbox zygote did not start")
                 self.ready = True
 
-    def run(self, request, limits, uid):
-        """Send one request; block until its :class:`~autograder.sandbox.Outcome`."""
+    def run(self, request, limits, lease):
+        """Send one request; block until its :class:`~autograder.sandbox.Outcome`.
+
+        ``lease`` (a :class:`~autograder.sandbox.Lease`, or None when not
+        root) goes with it: its descriptor is passed to the supervisor.
+        """
         from autograder import sandbox
 
         self.start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(limits.seconds + 60)
             conn.connect(self.path)
-            msg = {"request": request, "limits": asdict(limits), "uid": uid}
+            socket.send_fds(conn, [b"L"], [lease.fd] if lease else [])
+            msg = {"request": request, "limits": asdict(limits), "uid": lease.uid if lease else None}
             conn.sendall(json.dumps(msg).encode() + b"\n")
             with conn.makefile("rb") as answer:
                 line = answer.readline()

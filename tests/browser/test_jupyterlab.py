@@ -36,9 +36,9 @@ def test_exercise_notebook_opens_runs_and_validates(servers, open_page):
     panel.locator(".jp-MarkdownCell", has_text="Exercise: update_with_donate").first.wait_for(timeout=WAIT_MS)
     validate = panel.locator(".jp-Toolbar button, .jp-Toolbar jp-button").filter(has_text="Validate")
     validate.first.wait_for(timeout=WAIT_MS)
-    lab.wait_for_function("() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                          ".jp-Notebook-ExecutionIndicator[data-status=\"idle\"]') !== null",
-                          timeout=WAIT_MS)
+    # The kernel status must read Idle before any key is sent: a key press sent
+    # while it still reads Starting or Connecting is dropped.
+    panel.locator('.jp-Toolbar-kernelStatus[title="Kernel Idle"]').wait_for(timeout=WAIT_MS)
 
     # write the answer in the marked cell, run it and the self-check cell
     # Each key press waits for what it needs: on a loaded machine a press sent

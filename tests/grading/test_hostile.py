@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import LEASES
+from autograder.sandbox import LEASES, lease_uid
 from tests.conftest import REPO, nbgrader_env
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
@@ -160,6 +160,76 @@ def test_killed_mid_class_then_rerun_completes_every_grade(released_course, tmp_
     assert kept == done_before
     rows = list(csv.DictReader((out / "summary.csv").open()))
     assert len(rows) == len(names)
+    assert sandbox_processes() == []
+
+
+def _children(pid):
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(pid):
+                found.append(int(proc.name))
+        except OSError:
+            pass
+    return found
+
+
+def _learner_of(grader_pid):
+    """``(supervisor pid, learner pid)`` under a grader: grader -> zygote -> supervisor -> learner."""
+    for zygote in _children(grader_pid):
+        for supervisor in _children(zygote):
+            for learner in _children(supervisor):
+                if Path(f"/proc/{learner}").stat().st_uid in SANDBOX_UIDS:
+                    return supervisor, learner
+    return None
+
+
+def _gone(pid):
+    try:
+        return (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]) == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids are leased only when grading as root")
+def test_orphaned_supervisor_never_kills_a_newer_lease(released_course, tmp_path):
+    """A grader killed mid-class leaves its supervisor running; a newer run's uid survives it.
+
+    The orphan is stopped (as load would delay it) while the newer run leases
+    a uid and starts a process under it; once resumed, the orphan cleans up
+    its own uid, and the newer run's process is still there.
+    """
+    nb = with_answer(released_notebook(released_course), (HOSTILE / "sleep_forever.py").read_text())
+    (tmp_path / "sleeper.ipynb").write_text(json.dumps(nb))
+    grader = grade(tmp_path / "sleeper.ipynb", "--out", tmp_path / "out", "--jobs", "1",
+                   "--timeout", "120")
+    deadline = time.monotonic() + 300
+    while (found := _learner_of(grader.pid)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert found, "the learner's process never started"
+    supervisor, learner = found
+    os.kill(supervisor, signal.SIGSTOP)
+    grader.kill()
+    grader.wait()  # not communicate(): the stopped orphan still holds the grader's pipes
+    grader.stdout.close(), grader.stderr.close()
+    try:
+        with lease_uid(0) as lease:  # slot 0, as the killed grader's --jobs 1
+            newer = subprocess.Popen(["sleep", "300"], user=lease.uid, group=lease.uid)
+            try:
+                os.kill(supervisor, signal.SIGCONT)
+                if not _gone(learner):
+                    os.kill(learner, signal.SIGKILL)  # its end, sooner than its timeout
+                deadline = time.monotonic() + 120
+                while not _gone(supervisor) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert _gone(supervisor)
+                assert newer.poll() is None, "the orphaned supervisor killed a newer run's process"
+            finally:
+                newer.kill()
+                newer.wait()
+    finally:
+        if not _gone(supervisor):
+            os.kill(supervisor, signal.SIGCONT)
     assert sandbox_processes() == []
 
 

@@ -7,4 +7,4 @@ def update_with_donate(state, delta):
     return _add(state, delta)
 hog = []
 while True:
-    hog.append(bytearray(2**28))
+    hog.append(bytes(2**28))  # calloc: address space at once, no pages touched
