@@ -37,7 +37,8 @@ def _result(record):
         got = (f"a {record.get('type')} of shape {tuple(shape)}" if shape is not None
                else f"a {record.get('type')} that could not be read as an array")
         fail("the value returned by " + CALL, "an array of the inputs' shape", got,
-             "state + delta has the shape of state; check for broadcasting")
+             "state + delta has the shape of state; check for broadcasting"
+             if shape is not None else "return the helper's result, an array")
     return result
 
 
@@ -105,10 +106,16 @@ def test_result_type(obs):
     _raised(record, f"{CALL} on length-32 arrays")
     got = (record["is_jax_array"], record["shape"], record["dtype"])
     if got != (True, [32], "float32"):
+        hints = [hint for wrong, hint in (
+            (not record["is_jax_array"], "it is not a jax.Array: return the helper's output "
+                                         "itself, not a NumPy or Python conversion of it"),
+            (record["shape"] != [32], "its shape is not the inputs': check for broadcasting"),
+            (record["dtype"] != "float32", "its dtype changed: keep float32 end to end"))
+            if wrong]
         fail("the type, shape and dtype of the result for length-32 inputs",
              "a jax.Array of shape (32,) and dtype float32",
              f"{record['type']} of shape {tuple(record['shape'] or ())} and dtype {record['dtype']}",
-             "return the helper's output directly; do not convert it with NumPy or change its dtype")
+             "; ".join(hints))
 
 
 @graded(1, "empty input returns an empty float32 array")
@@ -163,9 +170,10 @@ def test_compiled_once(obs):
         fail(f"calls with lengths {', '.join(map(str, COMPILE_LENGTHS))} in that order",
              "a compile only the first time each length is seen (twice in all)",
              "; ".join(extra),
-             "build the jitted helper once at module scope, outside update_with_donate; "
-             "a jax.jit of a lambda, closure or functools.partial made inside the function "
-             "wraps a new function on every call, so JAX traces and compiles it again")
+             "known causes: a jax.jit of a lambda, closure or functools.partial made inside "
+             "update_with_donate (it wraps a new function on every call, so JAX traces and "
+             "compiles it again; build the helper once at module scope); a cache cleared "
+             "between calls (jax.clear_caches())")
     if not rows[0]["compiles"]:
         fail("the first call with a fresh compilation cache", "one compilation",
              "no compilation at all", "call a function made with jax.jit")

@@ -134,3 +134,29 @@ def test_feedback_says_what_was_observed(graded, name):
     for check, phrases in EXPECTED[name].get("not_in_feedback", {}).items():
         for phrase in phrases:
             assert phrase not in feedback[check], (check, feedback[check])
+
+
+def _hidden_parts():
+    """``(exercise, grade_id, source)`` of every hidden-test part of the source notebooks."""
+    from autograder.submission import EXERCISES
+
+    for exercise in EXERCISES:
+        path = REPO / "exercises" / "source" / exercise / f"{exercise}.ipynb"
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if "### BEGIN HIDDEN TESTS" in source:
+                hidden = source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+                yield exercise, cell["metadata"]["nbgrader"]["grade_id"], hidden
+
+
+@pytest.mark.parametrize("exercise,grade_id,hidden", list(_hidden_parts()),
+                         ids=lambda v: v if isinstance(v, str) and "\n" not in v else "")
+def test_hidden_cells_bind_no_name_in_the_learners_namespace(exercise, grade_id, hidden):
+    """nbgrader runs them in the learner's namespace: they must bind, rebind or shadow nothing."""
+    import symtable
+
+    table = symtable.symtable(hidden, f"{grade_id}.hidden", "exec")
+    bound = [s.get_name() for s in table.get_symbols()
+             if s.is_assigned() or s.is_imported() or s.is_namespace()]
+    assert bound == [], f"{exercise}/{grade_id} binds {bound}"
+    assert "nbgrader_bridge" in hidden
