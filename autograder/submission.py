@@ -152,7 +152,8 @@ def _read(sub, path):
 
 
 def _mib(n):
-    return f"{n / 2**20:.0f} MiB" if n % 2**20 == 0 else f"{n / 2**20:.1f} MiB"
+    """Whole MiB, rounded up: a size just over a limit never reads as equal to it."""
+    return f"{-(-n // 2**20)} MiB"
 
 
 def exercise_for(path, assignment):
@@ -198,8 +199,7 @@ def _answers_other_exercise(exercise, nb_cells):
 
     Each exercise's answer cell has the exercise's name as its nbgrader grade_id.
     """
-    ids = {_meta(c).get("grade_id") for c in nb_cells}
-    ids = {i for i in ids if isinstance(i, str)}
+    ids = {i for i in (_meta(c).get("grade_id") for c in nb_cells) if isinstance(i, str)}
     if exercise in ids:
         return None
     return next((other for other in EXERCISES if other in ids), None)

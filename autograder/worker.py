@@ -35,6 +35,9 @@ def shell():
         config = Config()
         config.HistoryManager.enabled = False
         config.InteractiveShell.colors = "nocolor"  # tracebacks in the log stay plain text
+        # Plain tracebacks: IPython's default (Context) reads source around every
+        # frame, 40 s for a RecursionError's thousand frames on a loaded machine.
+        config.InteractiveShell.xmode = "Plain"
         profile = tempfile.mkdtemp(prefix="ipython-")
         try:
             _shell = InteractiveShell.instance(config=config, ipython_dir=profile)

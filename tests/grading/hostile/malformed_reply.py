@@ -1,6 +1,6 @@
 # Writes a reply of the wrong shape to the grader's pipe (cell_errors not a list).
-import sys, os, json
-f = sys._getframe()
-while f and "reply" not in f.f_locals:
-    f = f.f_back
-json.dump({"cell_errors": 5, "obs": {}}, f.f_locals["reply"]); f.f_locals["reply"].flush(); os._exit(0)
+# The pipe is the one pipe among this process's open descriptors.
+import os
+pipe = next(int(fd) for fd in os.listdir("/proc/self/fd")
+            if int(fd) > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"))
+os.write(pipe, b'{"cell_errors": 5, "obs": {}}'); os._exit(0)
