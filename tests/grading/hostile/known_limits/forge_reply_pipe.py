@@ -3,8 +3,12 @@
 import gc, os, json
 import numpy as np, io, base64
 seed = next(o for o in gc.get_objects() if isinstance(o, dict) and "seed" in o and "cells" in o)["seed"]
-pipe = next(int(fd) for fd in os.listdir("/proc/self/fd")
-            if int(fd) > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"))
+def _is_pipe(fd):
+    try:  # the descriptor listdir itself used is gone by now
+        return int(fd) > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+    except OSError:
+        return False
+pipe = next(int(fd) for fd in os.listdir("/proc/self/fd") if _is_pipe(fd))
 reply = os.fdopen(pipe, "w")
 def enc(a):
     b = io.BytesIO(); np.save(b, np.asarray(a), allow_pickle=False); return base64.b64encode(b.getvalue()).decode()
