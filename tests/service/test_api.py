@@ -37,7 +37,7 @@ def test_wrong_answer_gets_plain_words_feedback(graded):
     values = next(t for t in result["tests"] if t["name"].startswith("values"))
     assert values["output"].startswith("Checked: ")
     assert "\nExpected: state + delta" in values["output"]
-    assert "Hint: return the sum" in values["output"]
+    assert "Hint: the values returned are state - delta" in values["output"]
     assert "Traceback" not in json.dumps(result)
 
 
