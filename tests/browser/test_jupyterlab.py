@@ -38,7 +38,8 @@ def test_exercise_notebook_opens_runs_and_validates(servers, open_page):
     validate.first.wait_for(timeout=WAIT_MS)
     # The kernel status must read Idle before any key is sent: a key press sent
     # while it still reads Starting or Connecting is dropped.
-    panel.locator('.jp-Toolbar-kernelStatus[title="Kernel Idle"]').wait_for(timeout=WAIT_MS)
+    # (status bar: "Python 3 (ipykernel) | Idle").
+    lab.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first.wait_for(timeout=WAIT_MS)
 
     # write the answer in the marked cell, run it and the self-check cell
     # Each key press waits for what it needs: on a loaded machine a press sent
