@@ -130,7 +130,7 @@ def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
     for rel, source in wanted.items():
         target = workspace / rel
         if target.exists() and manifest.get(rel) not in (None, _sha(target)):
-            print(f"    keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+            print(f"==> keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
