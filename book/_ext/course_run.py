@@ -34,6 +34,8 @@ from sphinx.errors import ExtensionError
 
 REPO = Path(__file__).resolve().parents[2]
 THEBE_LIB = REPO / "node_modules" / "thebe" / "lib"
+STATIC = REPO / "book" / "_static"
+LANDING = "book/intro"
 LESSON_PREFIX = "book/lessons/"
 EXERCISE_PREFIX = "book/exercises/"
 NOTEBOOK_DIR = "_notebooks/lessons"
@@ -198,6 +200,18 @@ def _favicon(path: Path) -> None:
     image.save(path, format="ICO", sizes=[(32, 32)])
 
 
+def static_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Sphinx copies ``html_static_path`` only when some page is rebuilt, so a changed
+    course script or style alone (book/_static/) would leave the old copy in the
+    site. Then re-read the landing page (no code: nothing executes) to get the copy."""
+    out = Path(app.outdir) / "_static"
+    for source in sorted(STATIC.iterdir()):
+        copy = out / source.name
+        if source.is_file() and (not copy.is_file() or copy.read_bytes() != source.read_bytes()):
+            return [LANDING] if LANDING in env.found_docs else []
+    return []
+
+
 def check_thebe(app: Sphinx) -> None:
     if not (THEBE_LIB / "index.js").is_file():
         raise ExtensionError(f"{THEBE_LIB} is missing: run `npm ci` (make book does) to install thebe "
@@ -206,6 +220,7 @@ def check_thebe(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", check_thebe)
+    app.connect("env-get-outdated", static_changed)
     app.connect("html-page-context", add_run_bar)
     app.connect("doctree-resolved", drop_sphinx_thebe_config, priority=900)
     app.connect("doctree-resolved", clean_warnings)

@@ -90,16 +90,28 @@
   }
   window.CourseServers = { reach: reach };
 
+  /* JupyterLab from this page: "ok"; "token" (it accepts this site, whose /api it
+   * answers without a token, but refuses the token: jupyter_server's 403 carries
+   * no CORS header, so it looks like a refused origin to fetch); or reach()'s
+   * "refused" (this site's origin is not allowed) or "down". */
+  async function diagnose() {
+    var query = TOKEN ? "?token=" + encodeURIComponent(TOKEN) : "";
+    var found = await reach(BASE + "/api/status" + query);
+    if (found.state === "ok") return found;
+    var open = await reach(BASE + "/api");
+    return open.state === "ok" ? { state: "token", status: found.status || 403 } : open;
+  }
+
   /* What the learner should do when JupyterLab is not usable from this page. */
   function jupyterProblem(found) {
     if (found.state === "down") {
       return "Nothing answers at " + BASE + ": the course JupyterLab is not running. Start the course " +
         "with make serve (in the course's folder) and keep it running.";
     }
-    if (found.state === "refused" && found.status) {
-      return "The course JupyterLab at " + BASE + " is running but refused this page's token (HTTP " +
-        found.status + "): make serve makes a new token each time it starts. Open the site from the " +
-        "course site address that the running make serve printed last.";
+    if (found.state === "token") {
+      return "The course JupyterLab at " + BASE + " is running but refused this page's token: make " +
+        "serve makes a new token each time it starts. Open the site from the course site address " +
+        "that the running make serve printed last.";
     }
     if (found.state === "refused") {
       return "The course JupyterLab at " + BASE + " is running but does not accept this site (" +
@@ -113,7 +125,7 @@
   async function runHere(button, status) {
     button.disabled = true;
     status.textContent = "Connecting to the course JupyterLab at " + BASE + "...";
-    var found = await reach(BASE + "/api/status" + (TOKEN ? "?token=" + encodeURIComponent(TOKEN) : ""));
+    var found = await diagnose();
     if (found.state !== "ok") {
       button.disabled = false;
       status.textContent = "Could not start the code runner. " + jupyterProblem(found);
@@ -154,7 +166,7 @@
       button.hidden = true;
     } catch (err) {
       button.disabled = false;
-      var now = await reach(BASE + "/api/status" + (TOKEN ? "?token=" + encodeURIComponent(TOKEN) : ""));
+      var now = await diagnose();
       status.textContent = "Could not start the code runner: " + (err && err.message ? err.message : err) +
         ". " + (now.state === "ok" ? "JupyterLab answers at " + BASE + "; press the button to try again, " +
         "and see _build/logs/jupyterlab.log if it fails again." : jupyterProblem(now));

@@ -99,3 +99,12 @@ def test_no_page_shows_a_path_of_the_machine_that_built_it(built_html):
     assert not found
     lesson = (built_html / "book/lessons/donate_argnums.html").read_text(encoding="utf-8")
     assert "UserWarning: Some donated buffers were not usable" in lesson  # the message stays
+
+
+def test_the_site_serves_the_current_course_scripts(built_html):
+    """A changed book/_static file reaches the site even when no page changed."""
+    from tests.book.sitebuild import REPO
+
+    stale = [p.name for p in sorted((REPO / "book" / "_static").iterdir())
+             if p.read_bytes() != (built_html / "_static" / p.name).read_bytes()]
+    assert not stale
