@@ -52,7 +52,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "_build"
 WORKSPACE = BUILD / "workspace"
-CONFIG_DIR = BUILD / "jupyter-config"
+CONFIG_DIR = BUILD / "jupyter-config"  # <port>/ per server: two make serve runs keep their own token
 SITE_NOTEBOOKS = BUILD / "html" / "_notebooks" / "lessons"
 RELEASE = REPO / "exercises" / "release"
 MANIFEST = ".course-generated.json"

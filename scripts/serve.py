@@ -99,12 +99,15 @@ def services(token: str, learner: str) -> list[Server]:
     ]
 
 
-def _answers(url: str) -> bool:
+def _status(url: str) -> int | None:
+    """The HTTP status ``url`` answers with, or None while nothing answers."""
     try:
         with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status == 200
-    except (OSError, urllib.error.HTTPError):
-        return False
+            return reply.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError:
+        return None
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -130,8 +133,13 @@ def wait_until_ready(running, parent: int) -> bool:
             if proc.poll() is not None:
                 _report_exit(server, proc)
                 return False
-            if _answers(server.ready):
+            status = _status(server.ready)
+            if status == 200:
                 waiting.remove((server, proc))
+            elif status is not None:  # up, but refusing: e.g. JupyterLab and another token
+                print(f"==> the {server.label} answered HTTP {status} at {server.ready}; see "
+                      f"_build/logs/{server.name}.log", file=sys.stderr, flush=True)
+                return False
         if os.getppid() != parent:
             return False
         if waiting and time.monotonic() > deadline:
