@@ -21,6 +21,7 @@ VIEWS = [("laptop-light", 1280, False), ("phone-dark", 390, True),
 # (a permalink wrapped onto a line of its own left a blank line there).
 TITLE_GAP = """() => {
     const h1 = document.querySelector('article h1');
+    if (!h1) return 0;  // (the search page's title is not in an article)
     const range = document.createRange();
     let bottom = 0;
     for (const node of h1.childNodes) {
