@@ -38,12 +38,17 @@ release: venv
 	  PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment "$$a" --force --log-level=ERROR || exit 1; done
 
 book: release $(NODE_DEPS)
-	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution)"
+	@mkdir -p _build/logs
+	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution; log: _build/logs/book.log)"
 	@# TF_CPP_MIN_LOG_LEVEL=3: the lessons read donated buffers on purpose, and XLA's C++
 	@# log would print an "E... previously donated" line for each (the Python error is
 	@# what the page shows; an unexpected one still fails the build).
-	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going --builder html
-	@echo "==> site built: _build/html/index.html"
+	@# The build's own output goes to the log (its closing "paste this line into your
+	@# browser: file://..." names a copy of the site that cannot reach the grader);
+	@# on failure its end is shown.
+	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going --builder html \
+	  > _build/logs/book.log 2>&1 || { tail -n 40 _build/logs/book.log; echo "==> the site build failed: _build/logs/book.log"; exit 1; }
+	@echo "==> site built in _build/html (make serve serves it with the course's servers)"
 	@$(BIN)/python scripts/jupyter_local.py workspace
 
 serve: book

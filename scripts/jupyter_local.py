@@ -30,9 +30,11 @@ start kernels), and requires a token that is random for every ``make serve``:
 
 The token reaches the pages through the site URL ``make serve`` prints
 (``?token=...``; ``course-run.js`` keeps it in the browser's localStorage for
-this site) and JupyterLab through its printed URL. It is written to the server's
-config file (mode 0600), not to its command line. Set ``JUPYTER_TOKEN`` to choose
-it yourself.
+this site) and JupyterLab through its printed URL. ``make serve`` chooses it once
+(:func:`token`) and hands that same value to the server it starts
+(``$JUPYTER_TOKEN`` in that child's environment only), which writes it to its
+config file (mode 0600), never to its command line or its kernels' environment.
+Set ``JUPYTER_TOKEN`` to choose it yourself.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "_build"
 WORKSPACE = BUILD / "workspace"
-CONFIG_DIR = BUILD / "jupyter-config"
+CONFIG_DIR = BUILD / "jupyter-config"  # <port>/ per server: two make serve runs keep their own token
 SITE_NOTEBOOKS = BUILD / "html" / "_notebooks" / "lessons"
 RELEASE = REPO / "exercises" / "release"
 MANIFEST = ".course-generated.json"
@@ -73,6 +75,13 @@ DISABLED_LAB_PLUGINS = {
     "@jupyterlab/apputils-extension:announcements": True,
 }
 
+# Defaults the learner can still change in JupyterLab's settings. The submit cell
+# (autograder/learner_submit.py) grades the notebook as saved after it ran: it
+# waits for the save, which autosave makes within seconds instead of two minutes.
+AUTOSAVE_S = 2
+LAB_SETTINGS = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True,
+                                                            "autosaveInterval": AUTOSAVE_S}}
+
 
 def lab_url(host: str, port: int | str, token: str, path: str = "") -> str:
     """JupyterLab's URL for ``path`` (relative to the workspace), with the token."""
@@ -82,20 +91,20 @@ def lab_url(host: str, port: int | str, token: str, path: str = "") -> str:
 
 
 def token() -> str:
-    """The learner server's token: $JUPYTER_TOKEN, else a new random one (then kept in
-    $JUPYTER_TOKEN, so the server this process starts gets the same one)."""
-    if not os.environ.get("JUPYTER_TOKEN"):
-        os.environ["JUPYTER_TOKEN"] = secrets.token_urlsafe(24)
-    return os.environ["JUPYTER_TOKEN"]
+    """A token for the learner server: $JUPYTER_TOKEN, else a new random one.
+
+    Each call without $JUPYTER_TOKEN makes a new one and changes no environment:
+    the caller passes the value it got to the server it starts."""
+    return os.environ.get("JUPYTER_TOKEN") or secrets.token_urlsafe(24)
 
 
-def site_query(port: int | str) -> str:
+def site_query(port: int | str, token: str) -> str:
     """What the site URL carries so its pages find the learner JupyterLab: its token,
     and its address when the port is not the default."""
     params = []
     if str(port) != str(DEFAULT_PORT):
         params.append("jupyter=" + quote(f"http://127.0.0.1:{port}", safe=""))
-    params.append("token=" + quote(token(), safe=""))
+    params.append("token=" + quote(token, safe=""))
     return "?" + "&".join(params)
 
 
@@ -121,7 +130,7 @@ def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
     for rel, source in wanted.items():
         target = workspace / rel
         if target.exists() and manifest.get(rel) not in (None, _sha(target)):
-            print(f"    keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+            print(f"==> keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
@@ -147,7 +156,8 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
         "IdentityProvider": {"token": token},
         # nothing from the internet: no news feed, no update check, no PyPI extension manager
         "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
-                   "extension_manager": "readonly"},
+                   "extension_manager": "readonly",
+                   "app_settings_dir": str(config_dir / "labsettings")},
     }
     config_file = config_dir / "jupyter_server_config.json"
     config_file.touch(mode=0o600)
@@ -155,6 +165,8 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
     config_file.write_text(json.dumps(server, indent=1))
     (config_dir / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": DISABLED_LAB_PLUGINS}, indent=1))
+    (config_dir / "labsettings").mkdir(exist_ok=True)
+    (config_dir / "labsettings" / "overrides.json").write_text(json.dumps(LAB_SETTINGS, indent=1))
     # nbgrader (Validate) reads nbgrader_config.py from the server's working directory
     (workspace / "nbgrader_config.py").write_text(
         "c = get_config()  # noqa: F821\n"
@@ -196,7 +208,10 @@ def main(argv=None) -> int:
     if not (WORKSPACE / "lessons").is_dir():
         build_workspace()
     origin = args.site_origin or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
-    command, env, cwd = server_command(args.port, origin, token())
+    chosen = token()
+    if not os.environ.get("JUPYTER_TOKEN"):  # run alone, not by make serve: say which token
+        print(f"==> learner JupyterLab: {lab_url('127.0.0.1', args.port, chosen)}", flush=True)
+    command, env, cwd = server_command(args.port, origin, chosen, config_dir=CONFIG_DIR / str(args.port))
     os.chdir(cwd)
     os.execvpe(command[0], command, env)
 

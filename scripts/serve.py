@@ -1,25 +1,46 @@
-"""Start the course's local servers, print their URLs, stop them all on Ctrl-C.
+"""Start the course's local servers, print their URLs once they answer, stop them all on Ctrl-C.
 
-Used by ``make serve``. Each service is one child process; if one exits, the
-others are stopped too, so a half-running course never lingers.
+Used by ``make serve``. Each server is one child process whose output goes to
+``_build/logs/<name>.log``: the terminal shows the URLs, printed last and only
+once every server answers, and stays quiet afterwards unless a server stops (then
+the end of its log is shown and the others are stopped too, so a half-running
+course never lingers).
+
 Ports come from the environment: PORT (site, default 8000), GRADER_PORT
 (grading service, default 8001; see autograder/SERVICE.md for its settings),
 JUPYTER_PORT (learner JupyterLab, default 8888; see scripts/jupyter_local.py).
 """
+from __future__ import annotations
+
+import getpass
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 
 REPO = Path(__file__).resolve().parent.parent
+LOGS = REPO / "_build" / "logs"
 HOST = os.environ.get("HOST", "127.0.0.1")
 LANDING = "book/intro.html"
 DEFAULT_GRADER_PORT = "8001"  # also the default of book/_static/grader.js and the submit cells
+READY_S = 600  # give-up time for a server to answer (JupyterLab's first start is slow on a busy machine)
+
+
+class Server(NamedTuple):
+    name: str        # its log is _build/logs/<name>.log
+    label: str       # what the terminal calls it
+    url: str         # what the terminal prints
+    ready: str       # answers 200 once the server is up
+    argv: list
+    env: dict
 
 
 def _stop(signum, _frame):
@@ -35,63 +56,140 @@ def grader_url():
     return f"http://{HOST}:{grader_port()}"
 
 
-def services():
-    """``[(label, url, argv)]`` for every server ``make serve`` runs."""
+def learner_id() -> str:
+    """The one learner of this one-person deployment: $GRADER_LEARNER, else the
+    operating-system user. The pages (``?learner=`` in the site URL, remembered)
+    and the notebooks' submit cells ($GRADER_LEARNER in JupyterLab's kernels) both
+    submit as this id without asking; a class deployment takes it from sign-in."""
+    return os.environ.get("GRADER_LEARNER") or getpass.getuser()
+
+
+def site_url(token: str, learner: str) -> str:
+    """The landing page itself, not the root: the root's meta-refresh drops the
+    query string that hands the pages the JupyterLab token, the learner id and a
+    moved grading service."""
     site_port = os.environ.get("PORT", "8000")
     jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
-    query = jupyter_local.site_query(jupyter_port)
+    query = jupyter_local.site_query(jupyter_port, token) + "&learner=" + quote(learner, safe="")
     if grader_port() != DEFAULT_GRADER_PORT:
         query += "&grader=" + quote(grader_url(), safe="")
+    return f"http://{HOST}:{site_port}/{LANDING}" + query
+
+
+def services(token: str, learner: str) -> list[Server]:
+    """Every server ``make serve`` runs; JupyterLab gets ``token`` (and only it)."""
+    site_port = os.environ.get("PORT", "8000")
+    jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
+    base = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
+    lab = f"http://127.0.0.1:{jupyter_port}"
     return [
-        # The landing page itself, not the root: the root's meta-refresh drops the
-        # query string that hands the pages the JupyterLab token.
-        ("course site", f"http://{HOST}:{site_port}/{LANDING}" + query,
-         [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
-          "--directory", str(REPO / "_build" / "html")]),
-        ("grading service", f"{grader_url()}/api/health",
-         [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port()]),
-        ("learner JupyterLab", jupyter_local.lab_url("127.0.0.1", jupyter_port, jupyter_local.token()),
-         [sys.executable, str(REPO / "scripts" / "jupyter_local.py"), "serve", "--port", jupyter_port]),
+        Server("grader", "grading service", f"{grader_url()}/api/health", f"{grader_url()}/api/health",
+               [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port()],
+               base),
+        # The kernels read GRADER_URL and GRADER_LEARNER (the submit cells) and never
+        # see the token: jupyter_local.py writes it to the server's config file.
+        Server("jupyterlab", "learner JupyterLab", jupyter_local.lab_url("127.0.0.1", jupyter_port, token),
+               f"{lab}/api/status?token={quote(token, safe='')}",
+               [sys.executable, str(REPO / "scripts" / "jupyter_local.py"), "serve", "--port", jupyter_port],
+               dict(base, JUPYTER_TOKEN=token, GRADER_URL=grader_url(), GRADER_LEARNER=learner)),
+        Server("site", "course site", site_url(token, learner), f"http://{HOST}:{site_port}/{LANDING}",
+               [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
+                "--directory", str(REPO / "_build" / "html")],
+               base),
     ]
 
 
-def child_env():
-    """The servers' environment: JupyterLab's kernels get the grading service's
-    address as GRADER_URL, which the notebooks' submit cells read (their
-    default is http://127.0.0.1:8001)."""
-    return dict(os.environ, GRADER_URL=grader_url())
+def _status(url: str) -> int | None:
+    """The HTTP status ``url`` answers with, or None while nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError:
+        return None
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join("    " + line for line in text[-lines:])
+
+
+def _report_exit(server: Server, proc: subprocess.Popen) -> None:
+    log = LOGS / f"{server.name}.log"
+    print(f"==> the {server.label} stopped (exit status {proc.returncode}); the end of "
+          f"{log.relative_to(REPO)}:\n{_tail(log)}", file=sys.stderr, flush=True)
+
+
+def wait_until_ready(running, parent: int) -> bool:
+    """True once every server answers; False (after saying why) if one exits or never answers."""
+    waiting = list(running)
+    deadline = time.monotonic() + READY_S
+    while waiting:
+        for server, proc in list(waiting):
+            if proc.poll() is not None:
+                _report_exit(server, proc)
+                return False
+            status = _status(server.ready)
+            if status == 200:
+                waiting.remove((server, proc))
+            elif status is not None:  # up, but refusing: e.g. JupyterLab and another token
+                print(f"==> the {server.label} answered HTTP {status} at {server.ready}; see "
+                      f"_build/logs/{server.name}.log", file=sys.stderr, flush=True)
+                return False
+        if os.getppid() != parent:
+            return False
+        if waiting and time.monotonic() > deadline:
+            for server, _ in waiting:
+                print(f"==> the {server.label} did not answer at {server.ready} within {READY_S} s; "
+                      f"see _build/logs/{server.name}.log", file=sys.stderr, flush=True)
+            return False
+        time.sleep(0.3)
+    return True
 
 
 def main():
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGHUP, _stop)
     parent = os.getppid()
-    procs = []
-    env = child_env()
-    for label, url, argv in services():
-        procs.append((label, subprocess.Popen(argv, cwd=REPO, start_new_session=True, env=env,
-                                              stdout=subprocess.DEVNULL)))
-        print(f"==> {label}: {url}", flush=True)
-    print("==> press Ctrl-C to stop", flush=True)
+    token, learner = jupyter_local.token(), learner_id()
+    LOGS.mkdir(parents=True, exist_ok=True)
+    running = []
+    status = 0
     try:
+        for server in services(token, learner):
+            with open(LOGS / f"{server.name}.log", "wb") as log:
+                running.append((server, subprocess.Popen(
+                    server.argv, cwd=REPO, start_new_session=True, env=server.env,
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)))
+        if not wait_until_ready(running, parent):
+            return 1
+        print(f"==> the course is running as learner {learner!r} "
+              f"(servers' logs in _build/logs/; Ctrl-C stops them all)", flush=True)
+        for server, _ in running:
+            print(f"==> {server.label}: {server.url}", flush=True)
         # Stop too when whoever started us (make) is gone: no orphaned servers.
-        while all(p.poll() is None for _, p in procs) and os.getppid() == parent:
+        while all(p.poll() is None for _, p in running) and os.getppid() == parent:
             time.sleep(0.5)
-        for label, p in procs:
-            if p.poll() is not None:
-                print(f"==> {label} exited with status {p.returncode}; stopping the rest")
+        for server, proc in running:
+            if proc.poll() is not None:
+                _report_exit(server, proc)
+                status = 1
     except KeyboardInterrupt:
-        print("\n==> stopping")
+        print("\n==> stopping", flush=True)
     finally:
-        for _, p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for _, p in procs:
+        for _, proc in running:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for _, proc in running:
             try:
-                p.wait(timeout=10)
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-    return 0
+                os.killpg(proc.pid, signal.SIGKILL)
+    return status
 
 
 if __name__ == "__main__":

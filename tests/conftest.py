@@ -12,27 +12,41 @@ BIN = Path(sys.executable).parent
 
 
 def nbgrader_env():
-    """Environment for nbgrader commands: venv tools on PATH, repo importable."""
+    """The environment of someone following the README: the venv's tools on PATH (its
+    ``PATH=../.venv/bin:$PATH``) and nothing else added. In particular no PYTHONPATH:
+    the hidden cells import the repository through exercises/nbgrader_config.py, as
+    they must for an instructor's ``cd exercises; nbgrader autograde``."""
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(REPO)
-    env["JAX_PLATFORMS"] = "cpu"
+    env.pop("PYTHONPATH", None)
     return env
 
 
 def nbgrader(course, *args):
-    """Run ``nbgrader ARGS`` in ``course``; return the CompletedProcess (checked)."""
-    return subprocess.run([str(BIN / "nbgrader"), *args, "--log-level=ERROR"], cwd=course,
+    """Run ``nbgrader ARGS`` as the README does, from ``exercises/`` (so its
+    nbgrader_config.py is the one loaded), on the course files in ``course``
+    (``--CourseDirectory.root``: tests never write into ``exercises/``).
+    Returns the CompletedProcess (checked)."""
+    return subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}",
+                           "--log-level=ERROR"], cwd=REPO / "exercises",
                           env=nbgrader_env(), check=True, capture_output=True, text=True)
+
+
+def copy_course(course, target):
+    """A private copy of ``course`` at ``target``, for a test that writes into it:
+    the shared course stays as released, so every test passes alone and in any order."""
+    shutil.copytree(course, target)
+    return target
 
 
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory):
-    """A private copy of ``exercises/`` after ``nbgrader generate_assignment`` of each exercise."""
+    """``exercises/source`` after ``nbgrader generate_assignment`` of each exercise, in a
+    temporary course folder. Shared and read-only: copy it (:func:`copy_course`) to write."""
     from autograder.submission import EXERCISES
 
     course = tmp_path_factory.mktemp("course")
-    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)
+    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
     shutil.copytree(REPO / "exercises" / "source", course / "source")
     for assignment in EXERCISES:
         nbgrader(course, "generate_assignment", assignment)

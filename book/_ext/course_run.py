@@ -25,6 +25,7 @@ import hashlib
 import html
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from sphinx.errors import ExtensionError
 
 REPO = Path(__file__).resolve().parents[2]
 THEBE_LIB = REPO / "node_modules" / "thebe" / "lib"
+STATIC = REPO / "book" / "_static"
+LANDING = "book/intro"
 LESSON_PREFIX = "book/lessons/"
 EXERCISE_PREFIX = "book/exercises/"
 NOTEBOOK_DIR = "_notebooks/lessons"
@@ -101,6 +104,42 @@ def drop_sphinx_thebe_config(app: Sphinx, doctree, docname: str) -> None:
             node.parent.remove(node)
 
 
+# Python's warning format: "<file>:<line>: <Category>: <message>" then, indented by
+# two spaces, the source line that warned (warnings.formatwarning).
+_WARNING = re.compile(r"^(?P<file>[^\s:]+\.py):\d+: (?P<category>\w+): ", re.M)
+
+
+def warning_messages(text: str) -> str:
+    """``text`` (a cell's stderr) with each Python warning shown as ``Category: message``:
+    no file path of the machine that built the site, no echoed source line."""
+    lines, out, echo_next = text.split("\n"), [], False
+    for line in lines:
+        header = _WARNING.match(line)
+        if header:
+            out.append(line[header.start("category"):])
+            echo_next = True
+        elif echo_next and line.startswith("  ") and not line.startswith("   "):
+            echo_next = False  # the source line that raised the warning
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def clean_warnings(app: Sphinx, doctree, docname: str) -> None:
+    """Cell stderr on the pages shows warnings' messages, never the build machine's paths."""
+    from docutils import nodes
+
+    for block in list(doctree.findall(nodes.literal_block)):
+        if "stderr" not in block.get("classes", []):
+            continue
+        text = block.astext()
+        cleaned = warning_messages(text)
+        if cleaned != text:
+            block.children = [nodes.Text(cleaned)]
+            if "rawsource" in block:
+                block.rawsource = cleaned
+
+
 def add_run_bar(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     # jupyter-book always loads sphinx-thebe, whose script points at thebe 0.8.2 on a
     # CDN (unpkg.com); this site serves thebe 0.9 itself, so those scripts go.
@@ -161,6 +200,18 @@ def _favicon(path: Path) -> None:
     image.save(path, format="ICO", sizes=[(32, 32)])
 
 
+def static_changed(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Sphinx copies ``html_static_path`` only when some page is rebuilt, so a changed
+    course script or style alone (book/_static/) would leave the old copy in the
+    site. Then re-read the landing page (no code: nothing executes) to get the copy."""
+    out = Path(app.outdir) / "_static"
+    for source in sorted(STATIC.iterdir()):
+        copy = out / source.name
+        if source.is_file() and (not copy.is_file() or copy.read_bytes() != source.read_bytes()):
+            return [LANDING] if LANDING in env.found_docs else []
+    return []
+
+
 def check_thebe(app: Sphinx) -> None:
     if not (THEBE_LIB / "index.js").is_file():
         raise ExtensionError(f"{THEBE_LIB} is missing: run `npm ci` (make book does) to install thebe "
@@ -169,8 +220,10 @@ def check_thebe(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", check_thebe)
+    app.connect("env-get-outdated", static_changed)
     app.connect("html-page-context", add_run_bar)
     app.connect("doctree-resolved", drop_sphinx_thebe_config, priority=900)
+    app.connect("doctree-resolved", clean_warnings)
     app.connect("build-finished", write_outputs)
     defaults = {"host": JUPYTER.DEFAULT_HOST, "port": JUPYTER.DEFAULT_PORT, "token": JUPYTER.DEFAULT_TOKEN}
     app.add_js_file(None, body=f"window.COURSE_JUPYTER = {json.dumps(defaults)};")

@@ -70,8 +70,67 @@
     return count;
   }
 
+  /* Whether a server answers this page: "ok"; "refused" (it answers, but with
+   * 401/403, or without the CORS header that lets this site read it); "down"
+   * (nothing answers: connection refused). A failed CORS read and a server that is
+   * not running look alike to fetch(); an opaque no-cors request tells them apart. */
+  async function reach(url) {
+    try {
+      var reply = await fetch(url, { cache: "no-store" });
+      if (reply.ok) return { state: "ok", status: reply.status };
+      return { state: reply.status === 401 || reply.status === 403 ? "refused" : "error", status: reply.status };
+    } catch (err) {
+      try {
+        await fetch(url, { mode: "no-cors", cache: "no-store" });
+        return { state: "refused", status: 0 };
+      } catch (err2) {
+        return { state: "down", status: 0 };
+      }
+    }
+  }
+  window.CourseServers = { reach: reach };
+
+  /* JupyterLab from this page: "ok"; "token" (it accepts this site, whose /api it
+   * answers without a token, but refuses the token: jupyter_server's 403 carries
+   * no CORS header, so it looks like a refused origin to fetch); or reach()'s
+   * "refused" (this site's origin is not allowed) or "down". */
+  async function diagnose() {
+    var query = TOKEN ? "?token=" + encodeURIComponent(TOKEN) : "";
+    var found = await reach(BASE + "/api/status" + query);
+    if (found.state === "ok") return found;
+    var open = await reach(BASE + "/api");
+    return open.state === "ok" ? { state: "token", status: found.status || 403 } : open;
+  }
+
+  /* What the learner should do when JupyterLab is not usable from this page. */
+  function jupyterProblem(found) {
+    if (found.state === "down") {
+      return "Nothing answers at " + BASE + ": the course JupyterLab is not running. Start the course " +
+        "with make serve (in the course's folder) and keep it running.";
+    }
+    if (found.state === "token") {
+      return "The course JupyterLab at " + BASE + " is running but refused this page's token: make " +
+        "serve makes a new token each time it starts. Open the site from the course site address " +
+        "that the running make serve printed last.";
+    }
+    if (found.state === "refused") {
+      return "The course JupyterLab at " + BASE + " is running but does not accept this site (" +
+        window.location.origin + "): it accepts only the site address make serve printed with it. " +
+        "Open the site from that address.";
+    }
+    return "The course JupyterLab at " + BASE + " answered HTTP " + found.status +
+      "; see _build/logs/jupyterlab.log.";
+  }
+
   async function runHere(button, status) {
     button.disabled = true;
+    status.textContent = "Connecting to the course JupyterLab at " + BASE + "...";
+    var found = await diagnose();
+    if (found.state !== "ok") {
+      button.disabled = false;
+      status.textContent = "Could not start the code runner. " + jupyterProblem(found);
+      return;
+    }
     status.textContent = "Loading the code runner...";
     try {
       await loadOnce("link", { rel: "stylesheet", href: STATIC + "thebe/thebe.css" });
@@ -107,9 +166,10 @@
       button.hidden = true;
     } catch (err) {
       button.disabled = false;
+      var now = await diagnose();
       status.textContent = "Could not start the code runner: " + (err && err.message ? err.message : err) +
-        ". Is the course JupyterLab running (make serve) at " + BASE + ", and did you open " +
-        "this site from the address make serve printed (it carries the token)?";
+        ". " + (now.state === "ok" ? "JupyterLab answers at " + BASE + "; press the button to try again, " +
+        "and see _build/logs/jupyterlab.log if it fails again." : jupyterProblem(now));
     }
   }
 

@@ -1,7 +1,9 @@
 /* Submit an exercise notebook to the course's grading service and show the feedback.
  *
  * Used by the exercise pages: an empty block <div data-grader-exercise="<name>">
- * (see book/exercises/*.md) gets a learner-id field, a file picker and a button.
+ * (see book/exercises/*.md) gets a file picker and a button, and a learner-id
+ * field unless a site URL named the learner (?learner=<id>, which make serve's
+ * printed URL carries for its one learner; remembered like the service URL).
  * The service URL is http://<this host>:8001 unless a site URL said
  * ?grader=<url> (make serve prints one when GRADER_PORT is not 8001; it is
  * remembered in localStorage like the JupyterLab address, so every page has it)
@@ -12,12 +14,20 @@
   var LEARNER = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
 
   // Remembered on every page of the site, so the URL make serve prints (which
-  // opens the home page) carries the address to the exercise pages.
-  var GIVEN = new URLSearchParams(window.location.search).get("grader");
-  try {
-    if (GIVEN) localStorage.setItem("course-grader-url", GIVEN);
-    else GIVEN = localStorage.getItem("course-grader-url");
-  } catch (e) {}
+  // opens the home page) carries them to the exercise pages.
+  function remembered(name, key) {
+    var given = new URLSearchParams(window.location.search).get(name);
+    try {
+      if (given) localStorage.setItem(key, given);
+      else given = localStorage.getItem(key);
+    } catch (e) {}
+    return given;
+  }
+  var GIVEN = remembered("grader", "course-grader-url");
+  // The one learner of a one-person deployment (make serve names it: scripts/serve.py
+  // learner_id()); without it the form asks for an id.
+  var LEARNER_GIVEN = remembered("learner", "course-learner");
+  if (LEARNER_GIVEN && !LEARNER.test(LEARNER_GIVEN)) LEARNER_GIVEN = null;
 
   function serviceUrl(root) {
     var host = window.location.hostname || "127.0.0.1";
@@ -26,7 +36,8 @@
   }
 
   var FORM = '<form>' +
-    '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required></label>' +
+    (LEARNER_GIVEN ? '<p class="grader-as">Submitting as <strong></strong></p>'
+      : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required></label>') +
     '<label>Notebook <input id="grader-file" name="notebook" type="file" accept=".ipynb" required></label>' +
     '<button id="grader-submit" type="submit">Submit for grading</button></form>' +
     '<p id="grader-status" class="grader-status" role="status" aria-live="polite"></p>' +
@@ -46,8 +57,15 @@
     try {
       response = await fetch(url, options);
     } catch (err) {
-      throw new Error("the grading service at " + url.split("/api/")[0] +
-                      " did not answer; is it running (make serve)?");
+      var base = url.split("/api/")[0];
+      var found = window.CourseServers ? await window.CourseServers.reach(base + "/api/health") : {};
+      if (found.state === "refused" || found.state === "ok") {
+        throw new Error("the grading service at " + base + " is running but does not accept this site (" +
+                        window.location.origin + "). Open the site from the course site address make " +
+                        "serve printed.");
+      }
+      throw new Error("nothing answers at " + base + ": the grading service is not running. Start the " +
+                      "course with make serve and keep it running.");
     }
     var data = null;
     try { data = await response.json(); } catch (err) { data = null; }
@@ -81,24 +99,27 @@
     if (!root.querySelector("form")) root.innerHTML = FORM; // fixed markup, no data in it
     var form = root.querySelector("form");
     var learner = root.querySelector("[name=learner]");
+    if (LEARNER_GIVEN) root.querySelector(".grader-as strong").textContent = LEARNER_GIVEN;
     var file = root.querySelector("[name=notebook]");
     var button = root.querySelector("button[type=submit]");
     var status = root.querySelector(".grader-status");
     var feedback = root.querySelector(".grader-feedback");
     var service = serviceUrl(root);
-    try { learner.value = learner.value || localStorage.getItem("grader-learner") || ""; } catch (e) {}
+    if (learner) {
+      try { learner.value = learner.value || localStorage.getItem("grader-learner") || ""; } catch (e) {}
+    }
 
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
       feedback.textContent = "";
       status.textContent = "";
-      var id = learner.value.trim();
+      var id = LEARNER_GIVEN || learner.value.trim();
       if (!LEARNER.test(id)) {
         status.textContent = "Enter your learner id: letters, digits and . _ @ - only.";
         return;
       }
       if (!file.files.length) { status.textContent = "Choose your .ipynb file first."; return; }
-      try { localStorage.setItem("grader-learner", id); } catch (e) {}
+      if (!LEARNER_GIVEN) { try { localStorage.setItem("grader-learner", id); } catch (e) {} }
       button.disabled = true;
       try {
         var notebook;

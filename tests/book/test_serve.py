@@ -1,34 +1,59 @@
-"""`make serve`'s launcher: the URL it prints, and stopping every server."""
+"""`make serve`'s launcher (scripts/serve.py): the URLs it prints, and stopping every server.
+
+The launcher is started as make starts it, with only the port variables the
+README documents (free ports here, so these tests can run beside anything; the
+default ports are followed in tests/browser/test_make_serve.py).
+"""
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from urllib.parse import urlsplit
+import urllib.error
+import urllib.request
+from urllib.parse import parse_qs, urlsplit
 
-from tests.conftest import REPO
+from tests.conftest import BIN, REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
+import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)
 import serve  # noqa: E402  (scripts/serve.py)
+
+WAIT_S = 600  # give-up time for the servers to start, not a timing assertion
 
 
 def test_printed_site_url_is_a_real_page_keeping_the_token(built_site):
-    label, url, _ = serve.services()[0]
+    url = serve.site_url("a-token", "ada")
     parts = urlsplit(url)
     page = built_site / parts.path.lstrip("/")
     assert page.is_file(), page
     assert 'http-equiv="Refresh"' not in page.read_text()  # a redirect would drop the token
-    assert "token=" in parts.query
+    assert parse_qs(parts.query) == {"token": ["a-token"], "learner": ["ada"]}
 
 
 def test_a_moved_grading_service_is_named_in_the_site_url(monkeypatch):
     monkeypatch.setenv("GRADER_PORT", "9801")
-    url = serve.services()[0][1]
-    assert "grader=http%3A%2F%2F127.0.0.1%3A9801" in urlsplit(url).query
-    assert serve.child_env()["GRADER_URL"] == "http://127.0.0.1:9801"  # for the submit cells
+    assert "grader=http%3A%2F%2F127.0.0.1%3A9801" in urlsplit(serve.site_url("t", "ada")).query
+    lab = next(s for s in serve.services("t", "ada") if s.name == "jupyterlab")
+    assert lab.env["GRADER_URL"] == "http://127.0.0.1:9801"  # for the submit cells
     monkeypatch.setenv("GRADER_PORT", "8001")  # the pages' default needs no parameter
-    assert "grader=" not in serve.services()[0][1]
+    assert "grader=" not in serve.site_url("t", "ada")
+
+
+def test_choosing_a_token_changes_no_environment(monkeypatch):
+    """A token chosen in one process must not leak into the next serve.py it starts."""
+    monkeypatch.delenv("JUPYTER_TOKEN", raising=False)
+    before = dict(os.environ)
+    first = jupyter_local.token()
+    servers = serve.services(first, "ada")
+    assert dict(os.environ) == before
+    assert jupyter_local.token() != first  # a new one each time, none remembered
+    lab = next(s for s in servers if s.name == "jupyterlab")
+    assert lab.env["JUPYTER_TOKEN"] == first and f"token={first}" in lab.url
+    assert all("JUPYTER_TOKEN" not in s.env for s in servers if s.name != "jupyterlab")
 
 
 def _free_port():
@@ -37,22 +62,55 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_sigterm_stops_every_server(built_site, tmp_path):
-    ports = {"PORT": _free_port(), "GRADER_PORT": _free_port(), "JUPYTER_PORT": _free_port()}
-    env = dict(os.environ, **{k: str(v) for k, v in ports.items()},
-               GRADER_DB=str(tmp_path / "grading.db"))
-    proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "serve.py")], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not _listening(ports["PORT"]):
-        time.sleep(0.2)
-    assert _listening(ports["PORT"])
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
-    time.sleep(1)
-    assert [p for p in ports.values() if _listening(p)] == []
-
-
 def _listening(port):
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _status(url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            return reply.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def test_every_printed_url_answers_then_sigterm_stops_every_server(built_site):
+    ports = {"PORT": _free_port(), "GRADER_PORT": _free_port(), "JUPYTER_PORT": _free_port()}
+    # make's recipe: PORT, HOST, JUPYTER_PORT and the venv on PATH; nothing else added
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JUPYTER_TOKEN", "PYTHONPATH", "HOST") and not k.startswith("GRADER_")}
+    env.update({k: str(v) for k, v in ports.items()}, HOST="127.0.0.1",
+               PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    proc = subprocess.Popen([str(BIN / "python"), "scripts/serve.py"], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout),
+                     daemon=True).start()
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not any("course site:" in line for line in lines):
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                "serve.py stopped or never printed its URLs:\n" + "\n".join(lines)
+            time.sleep(0.2)
+        time.sleep(1)
+        printed = "\n".join(lines)
+        urls = dict(re.findall(r"==> (course site|grading service|learner JupyterLab): (\S+)", printed))
+        assert set(urls) == {"course site", "grading service", "learner JupyterLab"}, printed
+        assert lines[-1] == f"==> course site: {urls['course site']}", printed  # the URLs come last
+        assert "file://" not in printed
+        token = parse_qs(urlsplit(urls["course site"]).query)["token"][0]
+        assert parse_qs(urlsplit(urls["learner JupyterLab"]).query)["token"] == [token]
+        # each server answers at its printed address; JupyterLab takes the printed token
+        assert _status(urls["course site"]) == 200
+        assert _status(urls["grading service"]) == 200
+        lab = f"http://127.0.0.1:{ports['JUPYTER_PORT']}"
+        assert _status(f"{lab}/api/status?token={token}") == 200
+        assert _status(f"{lab}/api/status?token=not-{token}") == 403
+        for name in ("site", "grader", "jupyterlab"):  # their chatter went to the logs
+            assert (REPO / "_build" / "logs" / f"{name}.log").is_file()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    time.sleep(1)
+    assert [p for p in ports.values() if _listening(p)] == []

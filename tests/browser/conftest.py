@@ -1,24 +1,25 @@
 """The course site and the learner JupyterLab in a real browser (Debian's Chromium).
 
-One session builds the site (the strict, incremental build ``make book`` runs),
-serves ``_build/html`` on a free port, starts the learner JupyterLab exactly as
-``make serve`` does (scripts/jupyter_local.py) on another free port with a
-private workspace and a random token, and launches one headless Chromium through
-Playwright. Pages are opened with ``?jupyter=<url>&token=<token>`` so they talk
-to that JupyterLab. Screenshots go to ``_build/screenshots/``.
+One session builds the site (the strict, incremental build ``make book`` runs)
+and starts the course as ``make serve`` does (``scripts/serve.py``, with only the
+README's PORT, GRADER_PORT and JUPYTER_PORT set, to free ports), reading the
+addresses and the token from what it prints. Pages are opened with the query the
+printed site URL carries, as a learner's first visit does; one headless Chromium
+is driven through Playwright. Screenshots go to ``_build/screenshots/``.
+tests/browser/test_make_serve.py follows ``make serve`` itself on the default ports.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
-import urllib.request
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import parse_qs, urlparse, urlsplit
 
 import pytest
 
@@ -31,27 +32,11 @@ AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOTS = REPO / "_build" / "screenshots"
 WAIT_S = 600  # give-up time for servers to answer, not a timing assertion
 
-sys.path.insert(0, str(REPO / "scripts"))
-import jupyter_local  # noqa: E402
-
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(url: str, proc: subprocess.Popen, what: str) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{what} exited with status {proc.returncode}")
-        try:
-            urllib.request.urlopen(url, timeout=10)
-            return
-        except OSError:
-            time.sleep(0.2)
-    pytest.fail(f"{what} did not answer at {url}")
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -65,12 +50,22 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 class Servers:
-    def __init__(self, site: str, jupyter: str, token: str, workspace: Path):
-        self.site, self.jupyter, self.token, self.workspace = site, jupyter, token, workspace
+    """The running course: its printed addresses, the token, the learner workspace."""
+
+    def __init__(self, printed: dict[str, str]):
+        site = urlsplit(printed["course site"])
+        self.site = f"{site.scheme}://{site.netloc}/"
+        self.query = site.query  # token, learner, and the moved JupyterLab and grading service
+        self.token = parse_qs(site.query)["token"][0]
+        self.learner = parse_qs(site.query)["learner"][0]
+        lab = urlsplit(printed["learner JupyterLab"])
+        self.jupyter = f"{lab.scheme}://{lab.netloc}"
+        self.grader = printed["grading service"].split("/api/")[0]
+        self.workspace = REPO / "_build" / "workspace"
 
     def url(self, rel: str) -> str:
-        """The site page ``rel`` with the learner JupyterLab's address and token."""
-        return f"{self.site}{rel}?jupyter={quote(self.jupyter, safe='')}&token={quote(self.token, safe='')}"
+        """The site page ``rel`` with the printed site URL's query."""
+        return f"{self.site}{rel}?{self.query}"
 
 
 @pytest.fixture(scope="session")
@@ -81,30 +76,35 @@ def built_html() -> Path:
     return HTML
 
 
+def serve_environment(**ports: int) -> dict:
+    """The environment make's serve recipe gives scripts/serve.py: the caller's, with the
+    venv on PATH and the ports (README: PORT=9000 make serve); no token, no PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JUPYTER_TOKEN", "PYTHONPATH", "HOST", "PORT", "JUPYTER_PORT")
+           and not k.startswith("GRADER_")}
+    env.update({k: str(v) for k, v in ports.items()}, HOST="127.0.0.1",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return env
+
+
 @pytest.fixture(scope="package")
-def servers(built_html, tmp_path_factory):
-    site_port, jupyter_port = free_port(), free_port()
-    site = f"http://127.0.0.1:{site_port}"
-    web = subprocess.Popen([sys.executable, "-m", "http.server", str(site_port), "--bind", "127.0.0.1",
-                            "--directory", str(built_html)],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = tmp_path_factory.mktemp("jupyter")
-    workspace = base / "workspace"
-    jupyter_local.build_workspace(workspace, lessons=built_html / "_notebooks" / "lessons")
-    token = secrets.token_urlsafe(16)
-    argv, env, cwd = jupyter_local.server_command(jupyter_port, site, token, workspace=workspace,
-                                                  config_dir=base / "config")
-    log = open(base / "jupyter.log", "wb")
-    lab = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+def servers(built_html):
+    env = serve_environment(PORT=free_port(), GRADER_PORT=free_port(), JUPYTER_PORT=free_port())
+    proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "serve.py")], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout),
+                     daemon=True).start()
     try:
-        wait_for(site + "/", web, "the static site server")
-        jupyter = f"http://127.0.0.1:{jupyter_port}"
-        wait_for(f"{jupyter}/api/status?token={token}", lab, "the learner JupyterLab")
-        yield Servers(site + "/", jupyter, token, workspace)
+        deadline = time.monotonic() + WAIT_S
+        while not any("==> course site:" in line for line in lines):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("scripts/serve.py did not print its URLs:\n" + "\n".join(lines))
+            time.sleep(0.2)
+        yield Servers(dict(re.findall(r"==> (course site|grading service|learner JupyterLab): (\S+)",
+                                      "\n".join(lines))))
     finally:
-        stop(lab)
-        stop(web)
-        log.close()
+        stop(proc)
 
 
 @pytest.fixture(scope="package")  # one browser for tests/browser, closed before other packages run

@@ -1,9 +1,12 @@
 """The exercise page opens the released notebook in the learner JupyterLab, where
-the self-check cell runs and nbgrader's Validate button checks the notebook."""
+the self-check cell runs, the submit cell grades what the learner ran (without a
+save first), and nbgrader's Validate button checks the notebook."""
 
 from __future__ import annotations
 
 import re
+
+import pytest
 
 from .conftest import Watched, screenshot
 
@@ -19,7 +22,16 @@ def update_with_donate(state, delta):
 '''
 
 
-def test_exercise_notebook_opens_runs_and_validates(servers, open_page):
+@pytest.fixture
+def restored_workspace(servers):
+    """The learner workspace as it was: this test edits and saves the exercise notebook."""
+    notebook = servers.workspace / "update_with_donate" / "update_with_donate.ipynb"
+    before = notebook.read_bytes()
+    yield
+    notebook.write_bytes(before)
+
+
+def test_exercise_notebook_opens_runs_submits_and_validates(restored_workspace, servers, open_page):
     watched = open_page(servers.url("book/exercises/update_with_donate.html"))
     page = watched.page
     link = page.locator("nav.course-run a.course-run-lab")
@@ -57,9 +69,21 @@ def test_exercise_notebook_opens_runs_and_validates(servers, open_page):
     check = panel.locator(".jp-CodeCell").nth(1)
     check.locator(".jp-OutputArea-output").filter(has_text="Self-check").first.wait_for(timeout=WAIT_MS)
     assert "Self-check passed" in check.locator(".jp-OutputArea").inner_text()
+    screenshot(lab, "jupyterlab-update_with_donate-self-check")
+
+    # submit without saving first: the cell grades the answer just run, not the saved stub
+    submit = panel.locator(".jp-CodeCell").last
+    assert "submit(" in submit.locator(".cm-content").inner_text()
+    lab.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()  # from the cell after the check
+    lab.locator(".lm-Menu-itemLabel", has_text="Run Selected Cell and All Below").first.click()
+    out = submit.locator(".jp-OutputArea")
+    out.filter(has_text=re.compile(r"Score:|Not graded|Not submitted")).first.wait_for(timeout=WAIT_MS)
+    text = out.inner_text()
+    screenshot(lab, "jupyterlab-update_with_donate-submitted")
+    assert f"as {servers.learner}" in text and "after you ran this cell" in text, text
+    assert "Score: 10 / 10" in text, text
     lab.keyboard.press("Control+s")
     lab.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=WAIT_MS)
-    screenshot(lab, "jupyterlab-update_with_donate-self-check")
 
     validate.first.click()
     dialog = lab.locator(".jp-Dialog")

@@ -80,3 +80,31 @@ def test_jupyterlab_answers_the_site_with_its_token_only(servers):
     assert headers.get("Access-Control-Allow-Origin") in (None, site_origin)
     lab_status, _ = _get(f"{servers.jupyter}/api/status?token={servers.token}")
     assert lab_status == 200
+
+
+def test_no_page_shows_a_path_of_the_machine_that_built_it(built_html):
+    """Warnings on lesson pages show their message, not "/.../mlir.py:1365: UserWarning"."""
+    import os
+    import sys
+
+    from tests.book.sitebuild import REPO
+
+    machine = {str(REPO), os.path.realpath(sys.prefix), sys.base_prefix, "site-packages"}
+    found = {}
+    for page in sorted(built_html.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        hits = sorted(m for m in machine if m in text)
+        if hits:
+            found[str(page.relative_to(built_html))] = hits
+    assert not found
+    lesson = (built_html / "book/lessons/donate_argnums.html").read_text(encoding="utf-8")
+    assert "UserWarning: Some donated buffers were not usable" in lesson  # the message stays
+
+
+def test_the_site_serves_the_current_course_scripts(built_html):
+    """A changed book/_static file reaches the site even when no page changed."""
+    from tests.book.sitebuild import REPO
+
+    stale = [p.name for p in sorted((REPO / "book" / "_static").iterdir())
+             if p.read_bytes() != (built_html / "_static" / p.name).read_bytes()]
+    assert not stale

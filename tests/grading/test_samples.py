@@ -14,7 +14,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grade import hidden_tests
-from tests.conftest import REPO, nbgrader, nbgrader_env
+from tests.conftest import REPO, copy_course, nbgrader, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
@@ -27,12 +27,26 @@ def run_autograder(*args):
 
 
 @pytest.fixture(scope="module")
-def graded(released_course, tmp_path_factory):
+def course(released_course, tmp_path_factory):
+    """A private copy of the released course with the sample class handed in."""
+    course = copy_course(released_course, tmp_path_factory.mktemp("samples") / "course")
+    submitted_tree(course, course / "submitted")
+    return course
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
     """``(out_dir, completed process)`` after grading the whole sample class."""
-    submitted_tree(released_course, released_course / "submitted")
     out = tmp_path_factory.mktemp("grades")
-    proc = run_autograder(released_course / "submitted", "--out", out, "--timeout", "60")
+    proc = run_autograder(course / "submitted", "--out", out, "--timeout", "60")
     return out, proc
+
+
+@pytest.fixture(scope="module")
+def autograded(course):
+    """The sample class after the README's ``nbgrader autograde``."""
+    nbgrader(course, "autograde", ASSIGNMENT, "--create")
+    return course
 
 
 def results(out, name):
@@ -101,10 +115,10 @@ def test_summary_matches_results_on_disk(graded):
         name: results(out, name)["score"] for name in EXPECTED}
 
 
-def test_rerun_grades_nothing_unchanged(graded, released_course):
+def test_rerun_grades_nothing_unchanged(graded, course):
     out, _ = graded
     before = {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
-    proc = run_autograder(released_course / "submitted", "--out", out)
+    proc = run_autograder(course / "submitted", "--out", out)
     assert proc.returncode == 0
     assert proc.stdout.count("unchanged, kept") == len(EXPECTED)
     assert before == {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
@@ -118,17 +132,15 @@ def test_plain_python_files_are_graded(tmp_path):
     assert results(out, "no_donation")["score"] == 6
 
 
-def test_nbgrader_autograde_agrees_on_every_total(graded, released_course):
-    nbgrader(released_course, "autograde", ASSIGNMENT, "--create")
-    with Gradebook(f"sqlite:///{released_course / 'gradebook.db'}") as gb:
+def test_nbgrader_autograde_agrees_on_every_total(autograded):
+    with Gradebook(f"sqlite:///{autograded / 'gradebook.db'}") as gb:
         totals = {name: gb.find_submission(ASSIGNMENT, name).score for name in EXPECTED}
     assert totals == {name: float(e["score"]) for name, e in EXPECTED.items()}
 
 
-def test_nbgrader_feedback_is_written(released_course):
-    # Runs after the autograde test above (pytest keeps file order).
-    nbgrader(released_course, "generate_feedback", ASSIGNMENT)
-    html = released_course / "feedback" / "wrong_dtype" / ASSIGNMENT / f"{ASSIGNMENT}.html"
+def test_nbgrader_feedback_is_written(autograded):
+    nbgrader(autograded, "generate_feedback", ASSIGNMENT)
+    html = autograded / "feedback" / "wrong_dtype" / ASSIGNMENT / f"{ASSIGNMENT}.html"
     text = html.read_text()
     assert "Expected: a jax.Array of shape (32,) and dtype float32" in text
     assert "check(" not in text  # the hidden part is not in the learner's feedback

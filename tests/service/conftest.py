@@ -102,14 +102,14 @@ def gradebook_option(db):
 class Service:
     """One ``python -m autograder.service`` process and its files."""
 
-    def __init__(self, root, course, site_origin=None, db=None, **options):
+    def __init__(self, root, course, site_port=None, db=None, **options):
         self.root, self.course = Path(root), Path(course)
         self.db = db or self.root / "grading.db"  # a path (SQLite) or a postgresql:// URL
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.options = {"jobs": 2, "rate": "5/3600", "max-bytes": 262144,
                         "slot-base": random.randrange(2000, 20000, 16), **options}
-        self.origin = site_origin
+        self.site_port = site_port
         self.proc = None
         self.log = self.root / "service.log"
 
@@ -118,10 +118,14 @@ class Service:
                 "--port", str(self.port), "--db", str(self.db), "--course", str(self.course)]
         for key, value in self.options.items():
             argv += [f"--{key}", str(value)]
-        if self.origin:
-            argv += ["--origins", self.origin]
+        # No --origins: the service allows the course site by default, on the PORT
+        # make serve hands it (README: PORT=9000 make serve), as for a learner.
+        env = {k: v for k, v in nbgrader_env().items()
+               if not k.startswith("GRADER_") and k not in ("PORT", "HOST")}
+        if self.site_port:
+            env["PORT"] = str(self.site_port)
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(argv, cwd=REPO, env=nbgrader_env(), stdout=log,
+            self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log,
                                          stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -202,7 +206,7 @@ class Service:
 def course_template(tmp_path_factory):
     """A freshly released course: an empty gradebook that knows the graded cells."""
     course = tmp_path_factory.mktemp("service-course")
-    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)
+    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
     shutil.copytree(REPO / "exercises" / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
     nbgrader(course, "generate_assignment", ASSIGNMENT)
     return course
@@ -238,7 +242,7 @@ def service(course_template, tmp_path_factory, site_port):
     root = tmp_path_factory.mktemp("service")
     course = root / "course"
     shutil.copytree(course_template, course)
-    svc = Service(root, course, site_origin=f"http://127.0.0.1:{site_port}").start()
+    svc = Service(root, course, site_port=site_port).start()
     yield svc
     svc.stop()
 
@@ -286,7 +290,7 @@ def store_service(request, course_template, tmp_path_factory, site_port):
     shutil.copytree(course_template, course)
     db = cluster.url
     release_into(course, db)
-    svc = Service(root, course, site_origin=f"http://127.0.0.1:{site_port}", db=db).start()
+    svc = Service(root, course, site_port=site_port, db=db).start()
     yield svc
     svc.stop()
 

@@ -1,0 +1,120 @@
+"""The exercise notebooks' submit cell: send the notebook, as saved after this run, for grading.
+
+Each exercise notebook's last cell (grade_id ``submit``, read-only, not graded) is
+
+    from autograder.learner_submit import submit
+    submit("<exercise>")
+
+run by the learner in the course JupyterLab (``make serve``), whose kernels have
+this repository on their import path. It posts the saved ``.ipynb`` to the grading
+service (autograder/SERVICE.md) and prints the score and what each check found.
+
+It never grades an older version than the one the learner ran: the grader reads
+the file on disk, so the cell waits until the notebook has been saved after the
+cell started (the output it prints makes JupyterLab's notebook unsaved, and the
+course JupyterLab autosaves every few seconds: scripts/jupyter_local.py), and
+asks for Ctrl-S if no save comes; without one it refuses, saying why.
+
+Settings (environment of the kernel): ``GRADER_URL`` (default
+http://127.0.0.1:8001), ``GRADER_LEARNER`` (make serve sets it to its one learner;
+else ``JUPYTERHUB_USER``, else the operating-system user).
+"""
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+
+DEFAULT_URL = "http://127.0.0.1:8001"
+ASK_AFTER_S = 6      # then ask for Ctrl-S (the course JupyterLab autosaves every 2 s)
+SAVE_WAIT_S = 180    # then refuse
+POLL_S = 600         # grading answers within seconds; stop polling after this
+
+
+def learner() -> str:
+    """Who submits: the deployment says so (one learner, or the hub's user)."""
+    return (os.environ.get("GRADER_LEARNER") or os.environ.get("JUPYTERHUB_USER")
+            or getpass.getuser())
+
+
+def wait_for_save(path: str, since: float, say=print) -> bool:
+    """True once ``path`` was written at or after ``since`` (``time.time()`` seconds):
+    that save holds every edit made before this cell ran. False after SAVE_WAIT_S."""
+    start, asked = time.monotonic(), False
+    while os.path.getmtime(path) < since:
+        waited = time.monotonic() - start
+        if waited > SAVE_WAIT_S:
+            say("Not submitted: the notebook was not saved after you ran this cell, so the "
+                "grader would get an older version than the one you ran. Save it (Ctrl-S) "
+                "and run this cell again.")
+            return False
+        if not asked and waited > ASK_AFTER_S:
+            say("Save the notebook (Ctrl-S) to submit it: the grader reads the saved file.")
+            asked = True
+        time.sleep(0.25)
+    return True
+
+
+def _call(request, url):
+    """The service's JSON answer, or None after printing why there is none."""
+    try:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            return json.load(reply)
+    except urllib.error.HTTPError as err:
+        try:
+            reason = json.load(err).get("error", err.reason)
+        except ValueError:
+            reason = err.reason
+        print(f"Not graded: {reason}")
+    except OSError as err:
+        print(f"Not graded: nothing answers at {url} ({err}): the grading service is not "
+              "running. Start the course with make serve and keep it running.")
+    return None
+
+
+def _show(sub: dict) -> None:
+    result = sub["result"]
+    print(f"Score: {result['score']:g} / {result['max_score']:g} "
+          f"(graded in {sub['seconds']['grading']:.1f} s). {result['output']}")
+    for test in result["tests"]:
+        mark = "passed" if test["status"] == "passed" else "FAILED"
+        print(f"\n[{mark}] {test['name']} ({test['score']:g} / {test['max_score']:g})")
+        if test["status"] != "passed":
+            print("    " + test["output"].replace("\n", "\n    "))
+
+
+def submit(exercise: str) -> None:
+    """Submit this notebook (``$JPY_SESSION_NAME``, set by Jupyter) for ``exercise``."""
+    since = time.time()
+    path = os.environ.get("JPY_SESSION_NAME", "")
+    if not path.endswith(".ipynb") or not os.path.isfile(path):
+        print("Not submitted: run this cell in the course JupyterLab (make serve) to submit "
+              "the notebook.")
+        return
+    name, who = os.path.basename(path), learner()
+    print(f"Submitting {name} for {exercise} as {who} once it is saved...", flush=True)
+    if not wait_for_save(path, since):
+        return
+    with open(path, encoding="utf-8") as handle:
+        notebook = json.load(handle)
+    saved = time.strftime("%H:%M:%S", time.localtime(os.path.getmtime(path)))
+    print(f"Sent the version saved at {saved}, after you ran this cell.", flush=True)
+    url = os.environ.get("GRADER_URL", DEFAULT_URL).rstrip("/")
+    body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
+    sent = _call(urllib.request.Request(url + "/api/submissions", data=body,
+                                        headers={"Content-Type": "application/json"}), url)
+    if not sent:
+        return
+    deadline = time.monotonic() + POLL_S
+    while time.monotonic() < deadline:
+        sub = _call(f"{url}/api/submissions/{sent['id']}", url)
+        if not sub:
+            return
+        if sub["status"] == "done":
+            _show(sub)
+            return
+        time.sleep(1)
+    print(f"Still grading; look again later: {url}/api/submissions/{sent['id']}")

@@ -1,0 +1,142 @@
+"""Break the product on purpose, run the tests that guard it, and expect them red.
+
+Each check below is a mutation that once went unnoticed, or would have (issues 19
+and 20): a one-line change to the product, and the tests that must fail with it.
+The file is restored after every run, also on Ctrl-C. The order checks run tests
+alone and in reverse order. Run from the repository root:
+
+    .venv/bin/python scripts/mutation_checks.py            # all (tens of minutes)
+    .venv/bin/python scripts/mutation_checks.py --list
+    .venv/bin/python scripts/mutation_checks.py token-env nbgrader-path
+
+Exit status 0 when every mutation turned its tests red and every order check
+passed. Run it on a quiet working tree: it edits tracked files while it runs.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
+
+SERVE_TEST = "tests/book/test_serve.py::test_every_printed_url_answers_then_sigterm_stops_every_server"
+MAKE_SERVE = "tests/browser/test_make_serve.py"
+
+# name: (what it breaks, file, [(old, new)], tests that must fail)
+MUTATIONS = {
+    "token-env": ("JupyterLab does not get the token the URLs carry (19.1, 20.1)", "scripts/serve.py",
+                  [("dict(base, JUPYTER_TOKEN=token, ", "dict(base, ")], [SERVE_TEST, MAKE_SERVE]),
+    "token-leak": ("choosing a token writes os.environ, so later serve.py runs inherit it (20.1)",
+                   "scripts/jupyter_local.py",
+                   [('return os.environ.get("JUPYTER_TOKEN") or secrets.token_urlsafe(24)',
+                     'return os.environ.setdefault("JUPYTER_TOKEN", secrets.token_urlsafe(24))')],
+                   ["tests/book/test_serve.py::test_choosing_a_token_changes_no_environment"]),
+    "grader-never-starts": ("the grading service is a process that never answers (20.2)", "scripts/serve.py",
+                            [('"-m", "autograder.service", "--host", HOST, "--port", grader_port()]',
+                              '"-c", "import time; time.sleep(20)"]')], [SERVE_TEST]),
+    "server-chatter": ("the servers' logs go to the terminal (19.12)", "scripts/serve.py",
+                       [("stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT",
+                         "stdin=subprocess.DEVNULL")], [MAKE_SERVE]),
+    "book-chatter": ("the site build prints its 'file://' line (19.12)", "Makefile",
+                     [("\\\n\t  > _build/logs/book.log 2>&1 || {", "|| {")], [MAKE_SERVE]),
+    "nbgrader-path": ("exercises/nbgrader_config.py no longer puts the repository on the "
+                      "kernels' path (20.3)", "exercises/nbgrader_config.py",
+                      [('os.environ["PYTHONPATH"] = ', "_unused = ")],
+                      ["tests/grading/test_samples.py::test_nbgrader_autograde_agrees_on_every_total"]),
+    "cors-defaults": ("the service's default CORS origins are empty (20.4)", "autograder/service/__main__.py",
+                      [('f"http://{host}:{site},http://127.0.0.1:{site},http://localhost:{site}"', '""')],
+                      ["tests/service/test_api.py::test_cors_allows_the_course_site_only", MAKE_SERVE]),
+    "submit-unsaved": ("the submit cell sends the file without waiting for a save (19.3)",
+                       "autograder/learner_submit.py",
+                       [("    while os.path.getmtime(path) < since:", "    while False:")],
+                       ["tests/service/test_submit_cell.py"]),
+    "learner-asked": ("the pages ignore make serve's learner id and ask for one (19.4)", "book/_static/grader.js",
+                      [('var LEARNER_GIVEN = remembered("learner", "course-learner");',
+                        "var LEARNER_GIVEN = null;")], [MAKE_SERVE]),
+    "runner-blames": ("the runner calls a stale token a refused site (19.2)", "book/_static/course-run.js",
+                      [('return open.state === "ok" ? { state: "token", status: found.status || 403 } : open;',
+                        "return found;")],
+                      ["tests/browser/test_messages.py::test_the_runner_tells_refused_from_not_running"]),
+    "form-unstyled": ("the submit form's buttons are the browser's defaults (19.9)", "book/_static/course-run.css",
+                      [(".grader input::file-selector-button,\n.grader button {", ".grader-unused {")],
+                      ["tests/browser/test_messages.py::test_the_submit_form_looks_like_the_site"]),
+    "title-overflow": ("code-styled titles do not wrap on a phone (19.10)", "book/_static/course-run.css",
+                       [("html .bd-article code.literal,\nhtml .bd-article code.literal span.pre {",
+                         ".unused-a {"),
+                        ("html .bd-article h1 code.literal { font-size: .75em; }", "")],
+                       ["tests/browser/test_pages.py::test_page_in_the_browser[book/exercises/update_with_donate]"]),
+    "warning-paths": ("lesson warnings show the build machine's file paths (19.11)", "book/_ext/course_run.py",
+                      [('out.append(line[header.start("category"):])', "out.append(line)")],
+                      ["tests/browser/test_offline.py::test_no_page_shows_a_path_of_the_machine_that_built_it"]),
+}
+
+# name: (what it shows, pytest arguments that must pass)
+ORDER = {
+    "feedback-alone": ("nbgrader feedback needs no other test's writes (20.5)",
+                       ["tests/grading/test_samples.py::test_nbgrader_feedback_is_written"]),
+    "samples-reversed": ("the nbgrader tests pass in reverse order (20.5)",
+                         ["tests/grading/test_samples.py::test_nbgrader_feedback_is_written",
+                          "tests/grading/test_samples.py::test_nbgrader_autograde_agrees_on_every_total",
+                          "tests/grading/test_samples.py::test_rerun_grades_nothing_unchanged"]),
+}
+
+
+def pytest(args) -> int:
+    print("    $ pytest " + " ".join(args), flush=True)
+    return subprocess.run([*PYTEST, *args], cwd=REPO).returncode
+
+
+def mutate(name: str) -> bool:
+    what, rel, edits, tests = MUTATIONS[name]
+    path = REPO / rel
+    original = path.read_text()
+    broken = original
+    for old, new in edits:
+        if broken.count(old) != 1:
+            print(f"==> {name}: the code to break is no longer in {rel} (update this check): {old!r}")
+            return False
+        broken = broken.replace(old, new)
+    print(f"==> {name}: {what} [{rel}]", flush=True)
+    try:
+        path.write_text(broken)
+        red = [t for t in tests if pytest([t]) != 0]
+    finally:
+        path.write_text(original)
+    missed = [t for t in tests if t not in red]
+    print(f"==> {name}: " + ("caught" if not missed else f"NOT CAUGHT by {missed}"), flush=True)
+    return not missed
+
+
+def order(name: str) -> bool:
+    what, args = ORDER[name]
+    print(f"==> {name}: {what}", flush=True)
+    ok = pytest(args) == 0
+    print(f"==> {name}: " + ("passes" if ok else "FAILS"), flush=True)
+    return ok
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help="checks to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the checks")
+    args = parser.parse_args(argv)
+    if args.list:
+        for name, (what, rel, _, tests) in MUTATIONS.items():
+            print(f"{name:20} {what}\n{'':20} breaks {rel}; must fail: {', '.join(tests)}")
+        for name, (what, tests) in ORDER.items():
+            print(f"{name:20} {what}: {', '.join(tests)}")
+        return 0
+    names = args.names or [*MUTATIONS, *ORDER]
+    unknown = [n for n in names if n not in MUTATIONS and n not in ORDER]
+    if unknown:
+        parser.error(f"unknown checks: {unknown}")
+    results = {n: mutate(n) if n in MUTATIONS else order(n) for n in names}
+    print("\n".join(f"{'ok  ' if ok else 'FAIL'} {n}" for n, ok in results.items()))
+    return 0 if all(results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""The exercise notebooks' submit cell (autograder/learner_submit.py) never sends an
+older version of the notebook than the one the learner ran: it waits for a save
+made after it started, and refuses, saying why, when none comes. (The whole path,
+in JupyterLab without pressing Ctrl-S, is tests/browser/test_jupyterlab.py.)"""
+import json
+import os
+import threading
+import time
+
+from autograder import learner_submit
+
+
+def _saved_long_ago(tmp_path):
+    notebook = tmp_path / "update_with_donate.ipynb"
+    notebook.write_text('{"version": "saved before the run"}')
+    past = time.time() - 60
+    os.utime(notebook, (past, past))
+    return notebook
+
+
+def test_it_waits_for_a_save_made_after_it_started(tmp_path):
+    notebook = _saved_long_ago(tmp_path)
+    since, said = time.time(), []
+    threading.Timer(1.0, lambda: notebook.write_text('{"version": "as run"}')).start()
+    assert learner_submit.wait_for_save(str(notebook), since, say=said.append)
+    assert json.loads(notebook.read_text()) == {"version": "as run"}
+
+
+def test_without_a_save_it_refuses_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(learner_submit, "ASK_AFTER_S", 0.2)
+    monkeypatch.setattr(learner_submit, "SAVE_WAIT_S", 1.0)
+    notebook, said = _saved_long_ago(tmp_path), []
+    assert not learner_submit.wait_for_save(str(notebook), time.time(), say=said.append)
+    assert said[0].startswith("Save the notebook (Ctrl-S)")
+    assert said[-1].startswith("Not submitted:") and "older version" in said[-1]
+
+
+def test_every_exercise_notebook_submits_through_it():
+    from autograder.submission import EXERCISES
+    from tests.conftest import REPO
+
+    for exercise in EXERCISES:
+        notebook = json.loads((REPO / "exercises" / "source" / exercise / f"{exercise}.ipynb").read_text())
+        cell = next(c for c in notebook["cells"]
+                    if c["metadata"].get("nbgrader", {}).get("grade_id") == "submit")
+        source = "".join(cell["source"])
+        assert "from autograder.learner_submit import submit" in source
+        assert f'submit("{exercise}")' in source
