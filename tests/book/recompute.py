@@ -139,6 +139,12 @@ def state_tree_values() -> dict[str, str]:
     v["full_alias_bytes"] = alias_bytes(same)
     v["full_state_bytes"] = nbytes
 
+    def with_loss(s, g):  # the loss is output 0, ahead of the new state's leaves
+        return 0.5 * jnp.sum(g * g), _Tree(s.w - 0.1 * g, s.b + 1.0, s.step + 1)
+
+    v["loss_map"] = entry(_compile(with_loss, tree, g), "input_output_alias")
+    v["loss_w_output"] = re.search(r"(\{\d*\}): \(0, ", v["loss_map"]).group(1)
+
     as_float = _compile(lambda s, g: _Tree(s.w - 0.1 * g, s.b + 1.0, s.step + 1.0), tree, g)
     v["float_step_aliased"] = 2 in aliased_params(as_float)
     v["float_alias_bytes"] = alias_bytes(as_float)
