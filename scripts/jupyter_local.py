@@ -72,6 +72,16 @@ DISABLED_LAB_PLUGINS = {
     # no "news from jupyter.org" prompt: nothing here talks to the internet
     "@jupyterlab/apputils-extension:announcements": True,
 }
+# The learner server's settings that make serve and make hub share.
+LAB_SETTINGS = {
+    # nothing from the internet: no news feed, no update check, no PyPI extension manager
+    "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+               "extension_manager": "readonly"},
+}
+# nbgrader (Validate) reads nbgrader_config.py from the server's working directory
+NBGRADER_CONFIG = ("c = get_config()  # noqa: F821\n"
+                   "c.CourseDirectory.course_id = 'jax-donation'\n"
+                   "c.Execute.timeout = 120\n")
 
 
 def lab_url(host: str, port: int | str, token: str, path: str = "") -> str:
@@ -145,9 +155,7 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
             "allow_root": hasattr(os, "geteuid") and os.geteuid() == 0,
         },
         "IdentityProvider": {"token": token},
-        # nothing from the internet: no news feed, no update check, no PyPI extension manager
-        "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
-                   "extension_manager": "readonly"},
+        **LAB_SETTINGS,
     }
     config_file = config_dir / "jupyter_server_config.json"
     config_file.touch(mode=0o600)
@@ -155,11 +163,7 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
     config_file.write_text(json.dumps(server, indent=1))
     (config_dir / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": DISABLED_LAB_PLUGINS}, indent=1))
-    # nbgrader (Validate) reads nbgrader_config.py from the server's working directory
-    (workspace / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\n"
-        "c.CourseDirectory.course_id = 'jax-donation'\n"
-        "c.Execute.timeout = 120\n")
+    (workspace / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
 
 
 def server_command(port: int | str, site_origin: str, token: str,
