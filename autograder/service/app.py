@@ -69,6 +69,9 @@ class Base(tornado.web.RequestHandler):
         self.person = await identity.person(self) if identity else None
         if identity and self.person is None and not self.open_to_all \
                 and self.request.method != "OPTIONS":
+            if self.request.method == "GET" and \
+                    self.request.headers.get("Sec-Fetch-Mode") == "navigate":
+                return self.redirect(identity.sign_in_url(self.request.uri))  # a browser
             raise Refused(403, "not_signed_in", "sign in to the course hub first "
                           "(or send the hub token in an Authorization header)")
 

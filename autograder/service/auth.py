@@ -86,6 +86,10 @@ class HubIdentity:
         self._admins[name] = (admin, time.monotonic())
         return admin
 
+    def sign_in_url(self, next_path):
+        """Where a browser signs in to this service, then comes back to ``next_path``."""
+        return f"{self.prefix}login?next={quote(next_path, safe='')}"
+
     def handlers(self):
         """The OAuth routes: the hub's redirect back, and a sign-in entry point."""
         args = {"hub_auth": self.hub_auth}

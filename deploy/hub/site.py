@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import secrets
+import signal
 import sys
 from pathlib import Path
 
@@ -80,8 +81,12 @@ async def main():
         sys.exit(f"no site at {HTML}: run `make book` first")
     hub_auth = HubOAuth(cache_max_age=60)
     url = tornado.httputil.urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
-    make_app(hub_auth).listen(url.port, url.hostname)
-    await asyncio.Event().wait()
+    server = make_app(hub_auth).listen(url.port, url.hostname)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services with these
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    await stop.wait()
+    server.stop()
 
 
 if __name__ == "__main__":
