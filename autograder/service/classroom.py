@@ -11,11 +11,16 @@
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step.
 
+* ``GET <prefix>``: the same as a page: a learner's own submissions and
+  feedback; for instructors, the class view and a link to the CSV.
+
 Every route answers 403 to a request without a hub sign-in (see
-:mod:`autograder.service.auth`).
+:mod:`autograder.service.auth`); a browser's page view is sent through the
+hub's sign-in instead.
 """
 import os
 import tempfile
+from html import escape
 
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
@@ -105,6 +110,57 @@ class ClassCsv(_Instructors):
         self.finish(text)
 
 
+class Page(Base):
+    """``GET <prefix>``: the learner's submissions, or the class (escaped HTML)."""
+
+    def get(self):
+        who = self.person
+        parts = [f"<h1>Grades: {escape(who.name)}</h1>"]
+        if who.instructor:
+            parts.append('<p><a href="api/class.csv" download>Download the class CSV '
+                         "(nbgrader export's columns)</a></p>")
+            for exercise, ex in sorted(summary(self.store).items()):
+                parts.append(_class_html(exercise, ex))
+        for sub in listing(self.store, who)["submissions"]:
+            parts.append(_submission_html(sub))
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish('<!doctype html><html lang="en"><head><meta charset="utf-8">'
+                    "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
+
+
+def _class_html(exercise, ex):
+    rows = "".join(
+        f"<tr><th scope=\"row\">{escape(name)}</th><td>{w['submissions']}</td>"
+        f"<td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
+        + "; ".join(escape(f"{t['name']}: {t['output']}") for t in w["feedback"]
+                    if t["status"] != "passed") + "</td></tr>"
+        for name, w in sorted(ex["learners"].items()))
+    checks = "".join(f"<tr><th scope=\"row\">{escape(c['name'])}</th><td>{c['passed']} / "
+                     f"{c['learners']} ({c['pass_rate']:.0%})</td></tr>" for c in ex["checks"])
+    return (f"<h2>{escape(exercise)} (out of {_num(ex['max_score'])})</h2><table><thead><tr>"
+            "<th>learner</th><th>submissions</th><th>latest</th><th>best</th>"
+            f"<th>failed checks (latest)</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<table><thead><tr><th>check</th><th>passed (latest submissions)</th></tr></thead>"
+            f"<tbody>{checks}</tbody></table>")
+
+
+def _submission_html(sub):
+    head = f"{escape(sub['exercise'])}, {escape(sub['submitted_at'])}: "
+    result = sub["result"]
+    if result is None:
+        return f"<h2>{head}{escape(sub['status'])}</h2>"
+    tests = "".join(f"<li>{'passed' if t['status'] == 'passed' else 'FAILED'}: "
+                    f"{escape(t['name'])} ({_num(t['score'])} / {_num(t['max_score'])})"
+                    + ("" if t["status"] == "passed" else f"<pre>{escape(t['output'])}</pre>")
+                    + "</li>" for t in result["tests"])
+    return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>"
+            f"<p>{escape(result.get('output', ''))}</p><ul>{tests}</ul>")
+
+
+def _num(value):
+    return "-" if value is None else f"{value:g}"
+
+
 def handlers(prefix):
-    return [(prefix + "api/me", Me), (prefix + "api/class", Class),
+    return [(prefix, Page), (prefix + "api/me", Me), (prefix + "api/class", Class),
             (prefix + "api/class.csv", ClassCsv)]

@@ -80,8 +80,8 @@ class Hub:
         except ProcessLookupError:
             pass
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and _alive(group):
-            time.sleep(0.5)
+        while time.monotonic() < deadline and (self.proc.poll() is None or _alive(group)):
+            time.sleep(0.5)  # (poll reaps make, whose zombie would keep the group alive)
         if _alive(group):
             os.killpg(group, signal.SIGKILL)
         self.proc.wait()

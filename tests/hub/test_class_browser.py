@@ -5,6 +5,7 @@ page, and read their own result; their servers cannot read each other's
 homes; after a restart of ``make hub`` both grades are still there."""
 from __future__ import annotations
 
+import csv
 import os
 import re
 import subprocess
@@ -167,4 +168,14 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     page = browser_sign_in(browser, hub, made["ada"])
     saved = Path(os.path.expanduser(f"~{ada}")) / EXERCISE / f"{EXERCISE}.ipynb"
     assert "donate_argnums" in saved.read_text()  # the solved notebook, not a fresh copy
+    page.context.close()
+
+    # the instructor downloads the class CSV in the browser (sent through the
+    # grading service's sign-in on the way): both learners, full marks
+    page = browser_sign_in(browser, hub, made["ins"])
+    with page.expect_download(timeout=WAIT_MS) as download:
+        page.evaluate("url => { window.location.href = url; }", hub.url("/services/grader/api/class.csv"))
+    rows = list(csv.DictReader(open(download.value.path(), encoding="utf-8")))
+    scores = {r["student_id"]: float(r["score"]) for r in rows if r["assignment"] == EXERCISE}
+    assert scores.get(ada) == 10.0 and scores.get(bob) == 10.0, rows
     page.context.close()

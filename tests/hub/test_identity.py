@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import time
+from pathlib import Path
 
 import requests
 
@@ -19,7 +20,7 @@ def notebook(course, sample):
 
 
 def course_of(hub):
-    return hub.env["GRADER_COURSE"]
+    return Path(hub.env["GRADER_COURSE"])
 
 
 def test_unsigned_requests_are_refused(hub):
