@@ -71,7 +71,7 @@
     for (var i = 0; i < 300; i++) {
       var user = await (await fetch(api, { headers: s.headers })).json();
       var server = (user.servers || {})[""];
-      if (server && server.ready) return s;
+      if (server && server.ready) { await serverCookie(s); return s; }
       if (!server || !server.pending) {
         var started = await fetch(api + "/server", { method: "POST", headers: s.headers });
         if (!started.ok && started.status !== 400) throw new Error("the hub did not start your server (HTTP " + started.status + ")");
@@ -80,6 +80,25 @@
       await new Promise(function (r) { setTimeout(r, 1000); });
     }
     throw new Error("your server did not start in time");
+  }
+
+  /* Kernels talk over a WebSocket, and a browser's WebSocket can send neither an
+   * Authorization header nor (Chromium) the Sec-Fetch-Mode header JupyterHub wants
+   * before it reads a token from the URL: the server knows the socket by its
+   * sign-in cookie. A hidden frame visits the server once, which goes through
+   * the hub's OAuth (no password: the user is signed in to the hub) and leaves
+   * that cookie; what the frame lands on (404: the file does not exist) is not used. */
+  function serverCookie(s) {
+    return new Promise(function (resolve) {
+      var frame = document.createElement("iframe");
+      frame.hidden = true;
+      frame.title = "signing in to your JupyterLab server";
+      frame.src = s.server + "files/course-run-sign-in";
+      var done = function () { frame.remove(); resolve(); };
+      frame.onload = done;
+      setTimeout(done, 60000);
+      document.body.appendChild(frame);
+    });
   }
 
   var host = window.location.hostname || DEFAULTS.host || "127.0.0.1";
