@@ -108,6 +108,7 @@ c.JupyterHub.services = [
         "name": "course",
         "url": f"http://127.0.0.1:{env('SITE_PORT', '8003')}",
         "command": [PYTHON, str(HERE / "site.py")],
+        "timeout": 120,
         "cwd": str(REPO),
         "environment": _service_env,
         "display": True,
@@ -126,6 +127,7 @@ c.JupyterHub.services = [
                                              if k.startswith("GRADER_") and k != "GRADER_PORT"}),
         "display": True,
         "oauth_no_confirm": True,
+        "timeout": 600,  # seconds to start: it imports JAX before it listens (slow when loaded)
     },
 ]
 # The hub's home page opens the course site.
