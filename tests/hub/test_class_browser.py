@@ -88,8 +88,9 @@ def solve_and_submit_in_jupyterlab(page, name):
     answer.locator(".jp-InputPrompt", has_text=re.compile(r"\[\d+\]")).wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Control+s")
     lab.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=WAIT_MS)
-    submit = panel.locator(".jp-CodeCell").filter(has_text="_submit_for_grading()").last
-    submit.locator(".cm-content").click()
+    submit = panel.locator(".jp-CodeCell").filter(has_text="Submit for grading (this cell").last
+    submit.scroll_into_view_if_needed(timeout=WAIT_MS)
+    submit.locator(".cm-content").click(timeout=WAIT_MS)
     submit.locator(".cm-editor.cm-focused").wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Control+Enter")  # run in place (Shift+Enter on the last cell adds one)
     output = submit.locator(".jp-OutputArea-output").filter(has_text="Score:")
