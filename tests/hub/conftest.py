@@ -86,6 +86,23 @@ class Hub:
             os.killpg(group, signal.SIGKILL)
         self.proc.wait()
         self.proc = None
+        self._end_strays()
+
+    def _end_strays(self):
+        """A hub that died (or gave up starting) leaves its proxy and services running,
+        each in a session of its own: end this hub's, by pid."""
+        ours = {"HUB_STATE": self.env["HUB_STATE"]}
+        services = {f"http://127.0.0.1:{self.env[k]}" for k in ("GRADER_PORT", "SITE_PORT")}
+        for proc in psutil.process_iter():
+            try:
+                env = proc.environ()
+            except psutil.Error:
+                continue
+            if env.get("HUB_STATE") == ours["HUB_STATE"] or env.get("JUPYTERHUB_SERVICE_URL") in services:
+                try:
+                    proc.kill()
+                except psutil.Error:
+                    pass
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]

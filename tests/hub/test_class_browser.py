@@ -88,14 +88,14 @@ def solve_and_submit_in_jupyterlab(page, name):
     answer.locator(".jp-InputPrompt", has_text=re.compile(r"\[\d+\]")).wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Control+s")
     lab.locator(".jp-mod-dirty").first.wait_for(state="detached", timeout=WAIT_MS)
-    submit = panel.locator(".jp-CodeCell").filter(has_text="Submit for grading (this cell").last
-    submit.scroll_into_view_if_needed(timeout=WAIT_MS)
-    submit.locator(".cm-content").click(timeout=WAIT_MS)
-    submit.locator(".cm-editor.cm-focused").wait_for(timeout=WAIT_MS)
-    lab.keyboard.press("Control+Enter")  # run in place (Shift+Enter on the last cell adds one)
-    output = submit.locator(".jp-OutputArea-output").filter(has_text="Score:")
-    output.first.wait_for(timeout=WAIT_MS)
-    text = submit.locator(".jp-OutputArea").inner_text()
+    # Run > Run All Cells: the answer, the self-check, and last the submit cell,
+    # which sends the saved notebook with the server's hub token
+    lab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click(timeout=WAIT_MS)
+    lab.locator(".lm-Menu-itemLabel", has_text="Run All Cells").click(timeout=WAIT_MS)
+    scored = panel.locator(".jp-OutputArea-output").filter(has_text="Score:")
+    scored.first.wait_for(state="attached", timeout=WAIT_MS)
+    scored.first.scroll_into_view_if_needed(timeout=WAIT_MS)
+    text = " ".join(panel.locator(".jp-OutputArea-output").all_text_contents())
     screenshot(lab, f"hub-jupyterlab-submit-{name}")
     assert f"as {name}" in text and "Score: 10 / 10" in text, text
     lab.close()
