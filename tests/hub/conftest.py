@@ -173,8 +173,8 @@ def hub(accounts, released_course, tmp_path_factory):
                GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
                HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
     hub = Hub(root, env)
-    hub.start()
     try:
+        hub.start()
         yield hub
     finally:
         hub.stop()
