@@ -89,7 +89,7 @@ def solve_and_submit_in_jupyterlab(page, name):
     # Run > Run All Cells: the answer, the self-check, and last the submit cell,
     # which sends the saved notebook with the server's hub token
     lab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click(timeout=WAIT_MS)
-    lab.locator(".lm-Menu-itemLabel", has_text="Run All Cells").click(timeout=WAIT_MS)
+    lab.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click(timeout=WAIT_MS)
     scored = panel.locator(".jp-OutputArea-output").filter(has_text="Score:")
     scored.first.wait_for(state="attached", timeout=WAIT_MS)
     scored.first.scroll_into_view_if_needed(timeout=WAIT_MS)
