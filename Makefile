@@ -1,6 +1,7 @@
 # The course's entry points. Every target creates .venv from requirements.txt
 # when it is missing or older than requirements.txt.
 #   make serve   build the site and serve it (the main job)
+#   make hub     the course for a class: JupyterHub, sign-in, a JupyterLab per learner
 #   make book    build the site only
 #   make test    run the test suite (what .ci/run calls)
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
@@ -16,7 +17,7 @@ GRADESCOPE_VISIBILITY ?= visible
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
 ASSIGNMENTS := update_with_donate donation_report fix_training_loop silent_donation
 
-.PHONY: venv release book serve test gradescope clean
+.PHONY: venv release book serve hub test gradescope clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -54,6 +55,15 @@ book: release $(NODE_DEPS)
 serve: book
 	@echo "==> starting the course servers (Ctrl-C stops them all)"
 	@PORT=$(PORT) HOST=$(HOST) JUPYTER_PORT=$(JUPYTER_PORT) PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python scripts/serve.py
+
+# JupyterHub (deploy/hub/jupyterhub_config.py) with configurable-http-proxy from
+# node_modules; its database and cookie secret stay in $(HUB_STATE) across restarts.
+HUB_STATE ?= $(CURDIR)/.hub-state
+hub: book
+	@echo "==> starting JupyterHub on http://$(HOST):$(PORT)/ (state in $(HUB_STATE); Ctrl-C stops it)"
+	@mkdir -p -m 0700 "$(HUB_STATE)"
+	@cd "$(HUB_STATE)" && PORT=$(PORT) HOST=$(HOST) HUB_STATE="$(HUB_STATE)" PATH="$(CURDIR)/$(BIN):$$PATH" \
+	  $(CURDIR)/$(BIN)/python -m jupyterhub -f $(CURDIR)/deploy/hub/jupyterhub_config.py
 
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"

@@ -17,7 +17,9 @@ asks for Ctrl-S if no save comes; without one it refuses, saying why.
 
 Settings (environment of the kernel): ``GRADER_URL`` (default
 http://127.0.0.1:8001), ``GRADER_LEARNER`` (make serve sets it to its one learner;
-else ``JUPYTERHUB_USER``, else the operating-system user).
+else ``JUPYTERHUB_USER``, else the operating-system user). On the course hub
+(``make hub``) the learner's server has ``JUPYTERHUB_API_TOKEN``: every request
+carries it, and the service takes the learner from the hub, not from the body.
 """
 from __future__ import annotations
 
@@ -38,6 +40,12 @@ def learner() -> str:
     """Who submits: the deployment says so (one learner, or the hub's user)."""
     return (os.environ.get("GRADER_LEARNER") or os.environ.get("JUPYTERHUB_USER")
             or getpass.getuser())
+
+
+def hub_headers() -> dict:
+    """``Authorization`` for the hub-managed grading service, when on the hub."""
+    token = os.environ.get("JUPYTERHUB_API_TOKEN")
+    return {"Authorization": f"token {token}"} if token else {}
 
 
 def wait_for_save(path: str, since: float, say=print) -> bool:
@@ -105,12 +113,14 @@ def submit(exercise: str) -> None:
     url = os.environ.get("GRADER_URL", DEFAULT_URL).rstrip("/")
     body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
     sent = _call(urllib.request.Request(url + "/api/submissions", data=body,
-                                        headers={"Content-Type": "application/json"}), url)
+                                        headers={"Content-Type": "application/json",
+                                                 **hub_headers()}), url)
     if not sent:
         return
     deadline = time.monotonic() + POLL_S
     while time.monotonic() < deadline:
-        sub = _call(f"{url}/api/submissions/{sent['id']}", url)
+        sub = _call(urllib.request.Request(f"{url}/api/submissions/{sent['id']}",
+                                           headers=hub_headers()), url)
         if not sub:
             return
         if sub["status"] == "done":

@@ -74,13 +74,29 @@ DISABLED_LAB_PLUGINS = {
     # no "news from jupyter.org" prompt: nothing here talks to the internet
     "@jupyterlab/apputils-extension:announcements": True,
 }
+# The learner server's settings that make serve and make hub share.
+LAB_APP = {
+    # nothing from the internet: no news feed, no update check, no PyPI extension manager
+    "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+               "extension_manager": "readonly"},
+}
+# nbgrader (Validate) reads nbgrader_config.py from the server's working directory
+NBGRADER_CONFIG = ("c = get_config()  # noqa: F821\n"
+                   "c.CourseDirectory.course_id = 'jax-donation'\n"
+                   "c.Execute.timeout = 120\n")
 
 # Defaults the learner can still change in JupyterLab's settings. The submit cell
 # (autograder/learner_submit.py) grades the notebook as saved after it ran: it
 # waits for the save, which autosave makes within seconds instead of two minutes.
 AUTOSAVE_S = 2
-LAB_SETTINGS = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True,
-                                                            "autosaveInterval": AUTOSAVE_S}}
+LAB_OVERRIDES = {"@jupyterlab/docmanager-extension:plugin": {"autosave": True,
+                                                             "autosaveInterval": AUTOSAVE_S}}
+
+
+def write_lab_overrides(settings_dir: Path) -> None:
+    """JupyterLab's ``overrides.json`` (LAB_OVERRIDES) in its ``app_settings_dir``."""
+    settings_dir.mkdir(parents=True, exist_ok=True)
+    (settings_dir / "overrides.json").write_text(json.dumps(LAB_OVERRIDES, indent=1))
 
 
 def lab_url(host: str, port: int | str, token: str, path: str = "") -> str:
@@ -154,10 +170,7 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
             "allow_root": hasattr(os, "geteuid") and os.geteuid() == 0,
         },
         "IdentityProvider": {"token": token},
-        # nothing from the internet: no news feed, no update check, no PyPI extension manager
-        "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
-                   "extension_manager": "readonly",
-                   "app_settings_dir": str(config_dir / "labsettings")},
+        "LabApp": {**LAB_APP["LabApp"], "app_settings_dir": str(config_dir / "labsettings")},
     }
     config_file = config_dir / "jupyter_server_config.json"
     config_file.touch(mode=0o600)
@@ -165,13 +178,8 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
     config_file.write_text(json.dumps(server, indent=1))
     (config_dir / "labconfig" / "page_config.json").write_text(
         json.dumps({"disabledExtensions": DISABLED_LAB_PLUGINS}, indent=1))
-    (config_dir / "labsettings").mkdir(exist_ok=True)
-    (config_dir / "labsettings" / "overrides.json").write_text(json.dumps(LAB_SETTINGS, indent=1))
-    # nbgrader (Validate) reads nbgrader_config.py from the server's working directory
-    (workspace / "nbgrader_config.py").write_text(
-        "c = get_config()  # noqa: F821\n"
-        "c.CourseDirectory.course_id = 'jax-donation'\n"
-        "c.Execute.timeout = 120\n")
+    write_lab_overrides(config_dir / "labsettings")
+    (workspace / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
 
 
 def server_command(port: int | str, site_origin: str, token: str,

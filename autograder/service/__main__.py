@@ -50,6 +50,9 @@ def parse(argv):
     p.add_argument("--body-timeout", type=float, default=float(env("GRADER_BODY_TIMEOUT", "60")),
                    help="GRADER_BODY_TIMEOUT: seconds to send a request's body (default 60)")
     config.add_grading_options(p, os.cpu_count() or 1)
+    p.add_argument("--auth", choices=("none", "hub"), default=env("GRADER_AUTH", "none"),
+                   help="GRADER_AUTH: 'hub' when JupyterHub runs the service (make hub): "
+                        "learners are hub users, see autograder/service/auth.py (default none)")
     args = p.parse_args(argv)
     try:
         count, seconds = args.rate.split("/")
@@ -69,7 +72,13 @@ def main(argv=None):
     caps = Caps(rate_count=args.rate[0], rate_seconds=args.rate[1],
                 per_learner=args.max_per_learner, per_client=args.max_per_client,
                 max_queue=args.max_queue)
-    settings = Settings(max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
+    identity = None
+    if args.auth == "hub":
+        from autograder.service.auth import HubIdentity
+
+        identity = HubIdentity()
+    settings = Settings(identity=identity, prefix=identity.prefix if identity else "/",
+                        max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
                         origins=tuple(o.strip().rstrip("/") for o in args.origins.split(",")
                                       if o.strip()))
 

@@ -11,6 +11,12 @@ database transaction. Every answer is JSON, errors included
 
 Database calls run in a thread pool, so a slow or absent database never
 stalls the event loop (other requests, time limits) while it is waited for.
+
+With ``Settings.identity`` set (``make hub``: an
+:class:`autograder.service.auth.HubIdentity`), every request but the health
+check must come from a signed-in hub user, who is the learner; a ``learner``
+field in the body is ignored, and a learner reads only their own submissions
+(:mod:`autograder.service.classroom` adds the listings and the class views).
 """
 import asyncio
 import json
@@ -42,6 +48,8 @@ class Settings:
     origins: tuple = field(default_factory=tuple)
     exercises: tuple = submission.EXERCISES
     timeout: float = 20.0  # the workers' per-submission limit (s), for wait estimates
+    identity: object = None  # None: the learner is who the request says (make serve)
+    prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
 
 
 class Refused(tornado.web.HTTPError):
@@ -53,6 +61,20 @@ class Refused(tornado.web.HTTPError):
 
 
 class Base(tornado.web.RequestHandler):
+    open_to_all = False  # True: answered without sign-in even under the hub
+
+    async def prepare(self):
+        """Under the hub: who is asking (``self.person``), or 403 for nobody."""
+        identity = self.settings_.identity
+        self.person = await identity.person(self) if identity else None
+        if identity and self.person is None and not self.open_to_all \
+                and self.request.method != "OPTIONS":
+            if self.request.method == "GET" and \
+                    self.request.headers.get("Sec-Fetch-Mode") == "navigate":
+                return self.redirect(identity.sign_in_url(self.request.uri))  # a browser
+            raise Refused(403, "not_signed_in", "sign in to the course hub first "
+                          "(or send the hub token in an Authorization header)")
+
     @property
     def store(self):
         return self.application.settings["store"]
@@ -161,7 +183,8 @@ def _in_words(seconds):
 class Submissions(Base):
     """``POST /api/submissions``: check, store (committed), queue, answer the id."""
 
-    def prepare(self):
+    async def prepare(self):
+        await super().prepare()
         self._body, self._size = bytearray(), 0
         if self.request.method != "POST":
             return
@@ -209,6 +232,8 @@ class Submissions(Base):
 
     def learner_of(self, body):
         """Who this submission is for: the one place a request's learner is decided."""
+        if self.person:  # under the hub: who signed in, whatever the body says
+            return self.person.name
         learner = body.get("learner")
         if not isinstance(learner, str) or not LEARNER.match(learner):
             raise Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
@@ -222,7 +247,8 @@ class Submissions(Base):
     async def post(self):
         s = self.settings_
         body = self.parse()
-        missing = [k for k in ("exercise", "learner", "notebook") if k not in body]
+        needed = ("exercise", "notebook") if self.person else ("exercise", "learner", "notebook")
+        missing = [k for k in needed if k not in body]
         if missing:
             raise Refused(400, "missing_field", f"missing field(s): {', '.join(missing)}")
         exercise, notebook = body["exercise"], body["notebook"]
@@ -242,8 +268,9 @@ class Submissions(Base):
         if self.workers:
             self.workers.notify()
         wait = await self.wait_estimate(ahead + 1)
-        self.set_header("Location", f"/api/submissions/{sub_id}")
-        self.send(202, {"id": sub_id, "status": "queued", "queue_position": ahead + 1,
+        self.set_header("Location", f"{s.prefix}api/submissions/{sub_id}")
+        self.send(202, {"id": sub_id, "status": "queued", "learner": learner,
+                        "queue_position": ahead + 1,
                         "estimated_wait_seconds": wait, "replaced": replaced})
 
     async def refusal(self, r, learner):
@@ -271,12 +298,24 @@ class Submissions(Base):
                        f"waiting); at the current pace it clears in {_in_words(wait)}: "
                        "try again then", retry)
 
+    async def get(self):
+        """Under the hub: the signed-in learner's submissions (see classroom)."""
+        if self.person is None:
+            raise Refused(405, "method_not_allowed", "nothing lists submissions without sign-in")
+        from autograder.service import classroom
+
+        self.send(200, await self.db(classroom.listing, self.store, self.person,
+                                     self.get_argument("learner", None)))
+
 
 class Submission(Base):
     """``GET /api/submissions/<id>``: the submission's status and result."""
 
     async def get(self, sub_id):
         row = await self.db(self.store.get, sub_id) if SUBMISSION_ID.match(sub_id) else None
+        if row is not None and self.person and not (
+                self.person.instructor or row["learner"] == self.person.name):
+            row = None  # someone else's: answered exactly like an unknown id
         if row is None:
             raise Refused(404, "not_found", "no submission with this id")
         data = describe(row)
@@ -309,6 +348,8 @@ def _iso(ts):
 class Health(Base):
     """``GET /api/health``: 200 ``ok`` or 503 with ``problems`` in plain words."""
 
+    open_to_all = True
+
     async def get(self):
         s = self.settings_
         answer = {"ok": True, "exercises": list(s.exercises), "max_bytes": s.max_bytes,
@@ -334,17 +375,27 @@ class Health(Base):
 
 
 class NotFound(Base):
-    def prepare(self):
+    open_to_all = True
+
+    async def prepare(self):
         if self.request.method != "OPTIONS":
             raise Refused(404, "not_found", f"no such resource: {self.request.path}")
 
 
 def make_app(store, workers, settings):
     """The tornado application; ``workers`` is None when grading runs elsewhere."""
+    p, extra, app_settings = settings.prefix, [], {}
+    if settings.identity:
+        from autograder.service import classroom
+
+        extra = settings.identity.handlers() + classroom.handlers(p)
+        app_settings = settings.identity.app_settings()
     return tornado.web.Application([
-        (r"/api/submissions/?", Submissions),
-        (r"/api/submissions/([^/]+)", Submission),
-        (r"/api/health", Health),
+        (p + r"api/submissions/?", Submissions),
+        (p + r"api/submissions/([^/]+)", Submission),
+        (p + r"api/health", Health),
+        *extra,
         (r".*", NotFound),
     ], default_handler_class=NotFound, store=store, workers=workers, api=settings,
-        pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name() + ":api")
+        pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name() + ":api",
+        **app_settings)

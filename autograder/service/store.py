@@ -271,6 +271,19 @@ class Store:
                 p.role == "worker", p.seen_at >= now - 30)).scalar()
         return (float(mean) if mean is not None else None), int(slots)
 
+    def submissions(self, learner=None):
+        """Every submission (of ``learner``, if given) as dicts without the notebook,
+        oldest first; ``result`` parsed when done (the hub's listings and class view)."""
+        s = submissions.c
+        cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.started_at,
+                s.finished_at, s.result]
+        query = select(*cols).order_by(s.seq)
+        if learner is not None:
+            query = query.where(s.learner == learner)
+        with self._read() as conn:
+            rows = conn.execute(query).mappings().all()
+        return [dict(r, result=json.loads(r["result"]) if r["result"] else None) for r in rows]
+
     # -- grading ----------------------------------------------------------
     def claim(self, owner, lease):
         """Lease the next submission to ``owner`` for ``lease`` seconds; the row or None.

@@ -10,6 +10,13 @@
  * ?jupyter=<url>; its token (random for every `make serve`) comes in the site URL
  * that `make serve` prints, ?token=<token>. Both are remembered in this site's
  * localStorage, so every page and every new tab of the site has them.
+ *
+ * Under `make hub` the site is served by the hub's "course" service
+ * (/services/course/...). Then the page asks that service for the signed-in
+ * user and a hub token (window.courseHub(), also used by grader.js), starts the
+ * user's server through the hub's API if it is not running, and runs the code
+ * on /user/<name>/ with that token in an Authorization header (never in the
+ * page's URL); the JupyterLab links go through /hub/user-redirect/.
  */
 (function () {
   "use strict";
@@ -26,11 +33,80 @@
     return fromUrl || fallback;
   }
 
+  // Under the hub: "<prefix>services/course/..." (prefix is the hub's base URL).
+  var HUB = window.location.pathname.match(/^(.*?\/)services\/course\//);
+  var HUB_PREFIX = HUB ? HUB[1] : null;
+  var hubSession = null;
+
+  function cookie(name) {
+    var found = document.cookie.split("; ").filter(function (c) { return c.indexOf(name + "=") === 0; })[0];
+    return found ? decodeURIComponent(found.slice(name.length + 1)) : "";
+  }
+
+  /* The signed-in user and the token the course service holds for them. The
+   * request carries the _xsrf cookie's value, as JupyterHub's HubOAuth requires. */
+  window.courseHub = !HUB ? null : function () {
+    if (!hubSession) {
+      hubSession = fetch(HUB_PREFIX + "services/course/api/session", {
+        headers: { "X-XSRFToken": cookie("_xsrf") }, credentials: "same-origin" })
+        .then(function (r) {
+          if (!r.ok) throw new Error("not signed in to the hub (reload the page)");
+          return r.json();
+        })
+        .then(function (s) {
+          s.prefix = HUB_PREFIX;
+          s.server = HUB_PREFIX + "user/" + encodeURIComponent(s.user) + "/";
+          s.headers = { Authorization: "token " + s.token };
+          return s;
+        });
+      hubSession.catch(function () { hubSession = null; });
+    }
+    return hubSession;
+  };
+
+  /* Start the user's server through the hub's API unless it runs; wait until ready. */
+  async function hubServer(status) {
+    var s = await window.courseHub();
+    var api = HUB_PREFIX + "hub/api/users/" + encodeURIComponent(s.user);
+    for (var i = 0; i < 300; i++) {
+      var user = await (await fetch(api, { headers: s.headers })).json();
+      var server = (user.servers || {})[""];
+      if (server && server.ready) { await serverCookie(s); return s; }
+      if (!server || !server.pending) {
+        var started = await fetch(api + "/server", { method: "POST", headers: s.headers });
+        if (!started.ok && started.status !== 400) throw new Error("the hub did not start your server (HTTP " + started.status + ")");
+      }
+      status.textContent = "Starting your JupyterLab server\u2026";
+      await new Promise(function (r) { setTimeout(r, 1000); });
+    }
+    throw new Error("your server did not start in time");
+  }
+
+  /* Kernels talk over a WebSocket, and a browser's WebSocket can send neither an
+   * Authorization header nor (Chromium) the Sec-Fetch-Mode header JupyterHub wants
+   * before it reads a token from the URL: the server knows the socket by its
+   * sign-in cookie. A hidden frame visits the server once, which goes through
+   * the hub's OAuth (no password: the user is signed in to the hub) and leaves
+   * that cookie; what the frame lands on (404: the file does not exist) is not used. */
+  function serverCookie(s) {
+    return new Promise(function (resolve) {
+      var frame = document.createElement("iframe");
+      frame.hidden = true;
+      frame.title = "signing in to your JupyterLab server";
+      frame.src = s.server + "files/course-run-sign-in";
+      var done = function () { frame.remove(); resolve(); };
+      frame.onload = done;
+      setTimeout(done, 60000);
+      document.body.appendChild(frame);
+    });
+  }
+
   var host = window.location.hostname || DEFAULTS.host || "127.0.0.1";
   var BASE = setting("jupyter", "http://" + host + ":" + DEFAULTS.port).replace(/\/+$/, "");
   var TOKEN = setting("token", DEFAULTS.token);
 
   function labUrl(path) {
+    if (HUB) return HUB_PREFIX + "hub/user-redirect/lab/tree/" + path.split("/").map(encodeURIComponent).join("/");
     var tree = path.split("/").map(encodeURIComponent).join("/");
     return BASE + "/lab/tree/" + tree + (TOKEN ? "?token=" + encodeURIComponent(TOKEN) : "");
   }
@@ -136,7 +212,13 @@
       await loadOnce("link", { rel: "stylesheet", href: STATIC + "thebe/thebe.css" });
       await loadOnce("script", { src: STATIC + "thebe/index.js" });
       var cells = markCells();
-      status.textContent = "Starting a Python kernel on " + BASE + "...";
+      var base = BASE, token = TOKEN;
+      if (HUB) {
+        var session = await hubServer(status);
+        base = window.location.origin + session.server.replace(/\/$/, "");
+        token = session.token;
+      }
+      status.textContent = "Starting a Python kernel on " + base + "...";
       window.thebe.on("status", function (evt, data) {
         if (data && data.subject === "kernel" && data.status) {
           status.textContent = "Kernel: " + data.status;
@@ -152,9 +234,9 @@
         predefinedOutput: true,
         mathjaxUrl: "", // no MathJax from a CDN; the lessons print no LaTeX
         serverSettings: {
-          baseUrl: BASE,
-          wsUrl: BASE.replace(/^http/, "ws"),
-          token: TOKEN,
+          baseUrl: base,
+          wsUrl: base.replace(/^http/, "ws"),
+          token: token,
           appendToken: true,
         },
         kernelOptions: { name: "python3", path: button.getAttribute("data-kernel-path") || "." },

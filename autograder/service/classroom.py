@@ -1,0 +1,166 @@
+"""What a signed-in learner and an instructor read under ``make hub``.
+
+* ``GET <prefix>api/me``: who the hub says you are (``learner``, ``instructor``).
+* ``GET <prefix>api/submissions``: your submissions, newest first, with their
+  results (an instructor may add ``?learner=<name>``; anyone else asking for
+  another learner gets 403).
+* ``GET <prefix>api/class`` (instructors): per exercise, each learner's
+  latest and best score, the latest submission's feedback, and each check's
+  pass rate over the learners' latest submissions.
+* ``GET <prefix>api/class.csv`` (instructors): nbgrader's own CSV export
+  (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
+  ``nbgrader export``) of the gradebook the service keeps in step.
+
+* ``GET <prefix>``: the same as a page: a learner's own submissions and
+  feedback; for instructors, the class view and a link to the CSV.
+
+Every route answers 403 to a request without a hub sign-in (see
+:mod:`autograder.service.auth`); a browser's page view is sent through the
+hub's sign-in instead.
+"""
+import os
+import tempfile
+from html import escape
+
+from nbgrader.api import Gradebook
+from nbgrader.plugins.export import CsvExportPlugin
+
+from autograder.service.app import Base, Refused, describe
+
+
+def listing(store, person, learner=None):
+    """``{"learner", "submissions": [describe(row), ...]}``, newest first."""
+    learner = learner or person.name
+    if learner != person.name and not person.instructor:
+        raise Refused(403, "not_yours", "you can list your own submissions only")
+    rows = store.submissions(learner)
+    return {"learner": learner, "submissions": [_public(r) for r in reversed(rows)]}
+
+
+def _public(row):
+    return describe(dict(row, queue_position=None, started_at=row["started_at"] or 0,
+                         finished_at=row["finished_at"] or 0))
+
+
+def summary(store):
+    """The class view: ``{exercise: {"max_score", "learners": {...}, "checks": [...]}}``.
+
+    For each learner: ``submissions`` (count, graded or not), ``latest`` and
+    ``best`` score among graded ones, ``latest_id`` and ``feedback`` (the
+    latest result's tests: name, status, score, output). For each check:
+    ``passed`` learners (whose latest result passed it), ``learners`` graded,
+    and ``pass_rate`` = passed / learners.
+    """
+    view = {}
+    for row in store.submissions():
+        ex = view.setdefault(row["exercise"], {"max_score": None, "learners": {}, "checks": []})
+        who = ex["learners"].setdefault(row["learner"], {
+            "submissions": 0, "latest": None, "best": None, "latest_id": None, "feedback": []})
+        who["submissions"] += 1
+        result = row["result"]
+        if row["status"] != "done" or result is None:
+            continue
+        ex["max_score"] = result["max_score"]
+        who["latest"], who["latest_id"] = result["score"], row["id"]
+        who["best"] = result["score"] if who["best"] is None else max(who["best"], result["score"])
+        who["feedback"] = [{k: t[k] for k in ("name", "status", "score", "max_score", "output")}
+                           for t in result["tests"]]
+    for ex in view.values():
+        graded = [w["feedback"] for w in ex["learners"].values() if w["latest_id"]]
+        names = [t["name"] for t in graded[0]] if graded else []
+        for i, name in enumerate(names):
+            passed = sum(1 for tests in graded if i < len(tests) and tests[i]["status"] == "passed")
+            ex["checks"].append({"name": name, "passed": passed, "learners": len(graded),
+                                 "pass_rate": round(passed / len(graded), 4)})
+    return view
+
+
+def gradebook_csv(gradebook_url):
+    """``nbgrader export``'s CSV of the gradebook at ``gradebook_url``, as text."""
+    with tempfile.TemporaryDirectory(prefix="export-") as tmp:
+        dest = os.path.join(tmp, "grades.csv")
+        with Gradebook(gradebook_url) as gb:
+            CsvExportPlugin(to=dest).export(gb)
+        with open(dest, encoding="utf-8") as handle:
+            return handle.read()
+
+
+class Me(Base):
+    def get(self):
+        self.send(200, {"learner": self.person.name, "instructor": self.person.instructor})
+
+
+class _Instructors(Base):
+    async def prepare(self):
+        await super().prepare()
+        if not self.person.instructor:
+            raise Refused(403, "instructors_only", "this is the instructors' view of the class")
+
+
+class Class(_Instructors):
+    def get(self):
+        self.send(200, {"exercises": summary(self.store)})
+
+
+class ClassCsv(_Instructors):
+    def get(self):
+        text = gradebook_csv(self.workers.mirror.url)
+        self.set_header("Content-Type", "text/csv; charset=utf-8")
+        self.set_header("Content-Disposition", 'attachment; filename="grades.csv"')
+        self.finish(text)
+
+
+class Page(Base):
+    """``GET <prefix>``: the learner's submissions, or the class (escaped HTML)."""
+
+    def get(self):
+        who = self.person
+        parts = [f"<h1>Grades: {escape(who.name)}</h1>"]
+        if who.instructor:
+            parts.append('<p><a href="api/class.csv" download>Download the class CSV '
+                         "(nbgrader export's columns)</a></p>")
+            for exercise, ex in sorted(summary(self.store).items()):
+                parts.append(_class_html(exercise, ex))
+        for sub in listing(self.store, who)["submissions"]:
+            parts.append(_submission_html(sub))
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish('<!doctype html><html lang="en"><head><meta charset="utf-8">'
+                    "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
+
+
+def _class_html(exercise, ex):
+    rows = "".join(
+        f"<tr><th scope=\"row\">{escape(name)}</th><td>{w['submissions']}</td>"
+        f"<td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
+        + "; ".join(escape(f"{t['name']}: {t['output']}") for t in w["feedback"]
+                    if t["status"] != "passed") + "</td></tr>"
+        for name, w in sorted(ex["learners"].items()))
+    checks = "".join(f"<tr><th scope=\"row\">{escape(c['name'])}</th><td>{c['passed']} / "
+                     f"{c['learners']} ({c['pass_rate']:.0%})</td></tr>" for c in ex["checks"])
+    return (f"<h2>{escape(exercise)} (out of {_num(ex['max_score'])})</h2><table><thead><tr>"
+            "<th>learner</th><th>submissions</th><th>latest</th><th>best</th>"
+            f"<th>failed checks (latest)</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<table><thead><tr><th>check</th><th>passed (latest submissions)</th></tr></thead>"
+            f"<tbody>{checks}</tbody></table>")
+
+
+def _submission_html(sub):
+    head = f"{escape(sub['exercise'])}, {escape(sub['submitted_at'])}: "
+    result = sub["result"]
+    if result is None:
+        return f"<h2>{head}{escape(sub['status'])}</h2>"
+    tests = "".join(f"<li>{'passed' if t['status'] == 'passed' else 'FAILED'}: "
+                    f"{escape(t['name'])} ({_num(t['score'])} / {_num(t['max_score'])})"
+                    + ("" if t["status"] == "passed" else f"<pre>{escape(t['output'])}</pre>")
+                    + "</li>" for t in result["tests"])
+    return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>"
+            f"<p>{escape(result.get('output', ''))}</p><ul>{tests}</ul>")
+
+
+def _num(value):
+    return "-" if value is None else f"{value:g}"
+
+
+def handlers(prefix):
+    return [(prefix, Page), (prefix + "api/me", Me), (prefix + "api/class", Class),
+            (prefix + "api/class.csv", ClassCsv)]

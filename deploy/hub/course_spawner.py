@@ -1,0 +1,144 @@
+"""The learners' JupyterLab servers under ``make hub``.
+
+:class:`CourseSpawner` is JupyterHub's :class:`~jupyterhub.spawner.LocalProcessSpawner`
+(each learner's server runs as that learner's system user, in their home) with
+two additions, both only when the hub runs as root:
+
+* **A private mount namespace** (:func:`confine`, run in the forked child before
+  it drops to the learner's uid). The course's Python lives where learners
+  cannot go: the venv's interpreter links into root's home (mode 0700), and
+  the repository holds the hidden tests, the grading database and the hub's
+  state. In the learner's namespace empty tmpfs mounts cover root's home, the
+  repository and ``/tmp`` (a ``/tmp`` of their own), and only the interpreter
+  (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
+  same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
+  repository is there. Homes are made mode 0700: a learner cannot read
+  another's.
+* **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
+  each start: the lessons and released exercises copied by
+  ``scripts/jupyter_local.py``'s ``build_workspace`` (a notebook the learner
+  changed is never overwritten) plus the learner JupyterLab's settings
+  (nbgrader's assignment list and Validate, no instructor tools). It runs as the
+  learner, from a world-readable copy of its inputs, so root never writes into a
+  folder the learner controls (no symlink games).
+"""
+import asyncio
+import ctypes
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from jupyterhub.spawner import LocalProcessSpawner
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SCRIPTS = REPO / "scripts"
+LESSONS = REPO / "_build" / "html" / "_notebooks" / "lessons"
+RELEASE = REPO / "exercises" / "release"
+# The notebooks' submit cell imports it; the repository is hidden from learners'
+# servers, so each home gets a copy (learner_home.py, COURSE_LIB).
+SUBMIT = REPO / "autograder" / "learner_submit.py"
+COURSE_LIB = ".course-lib"
+
+
+def course_lib(spawner):
+    """``$PYTHONPATH`` of a learner's server: the copy of the submit module in their home."""
+    return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
+
+CLONE_NEWNS = 0x00020000
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
+STAGING = "/mnt"  # an existing folder outside every cover
+
+
+def _mount(libc, source, target, fstype, flags, data):
+    enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
+    if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {source} on {target}")
+
+
+def covers():
+    """Folders hidden from learners' servers: root's home, the repository, /tmp."""
+    return [p for p in ("/tmp", os.path.expanduser("~root"), str(REPO)) if os.path.isdir(p)]
+
+
+def kept():
+    """Folders bound back under the covers: the interpreter's prefix and the venv,
+    each at the path the venv names it by (``sys.prefix`` may be a symbolic link)."""
+    pairs = {os.path.realpath(sys.base_prefix): os.path.realpath(sys.base_prefix),
+             sys.prefix: os.path.realpath(sys.prefix)}
+    hidden = covers()
+    return [(where, real) for where, real in pairs.items()
+            if any(where == c or where.startswith(c + "/") for c in hidden)]
+
+
+def confine():
+    """In the learner's forked child, as root: the private mount namespace above.
+
+    Raises OSError when namespaces are not available (the server does not start,
+    rather than start with the repository in view)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    _mount(libc, "none", "/", None, MS_REC | MS_PRIVATE, None)
+    back = kept()
+    _mount(libc, "tmpfs", STAGING, "tmpfs", 0, "size=1m,mode=0700")
+    for i, (_, real) in enumerate(back):  # park them outside every cover
+        os.mkdir(f"{STAGING}/{i}")
+        _mount(libc, real, f"{STAGING}/{i}", None, MS_BIND | MS_REC, None)
+    for target in covers():
+        if os.path.isdir(target):  # (a repository under /tmp is already gone)
+            _mount(libc, "tmpfs", target, "tmpfs", 0, "size=512m,mode=1777" if target == "/tmp"
+                   else "size=1m,mode=0755")
+    for i, (where, _) in enumerate(back):
+        os.makedirs(where, mode=0o755, exist_ok=True)
+        _mount(libc, f"{STAGING}/{i}", where, None, MS_BIND | MS_REC, None)
+    libc.umount2(STAGING.encode(), MNT_DETACH)
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner + :func:`confine` + the course workspace (see the module)."""
+
+    def make_preexec_fn(self, name):
+        drop = super().make_preexec_fn(name)  # setgroups, setgid, setuid, chdir home
+        if os.geteuid() != 0:
+            return drop
+
+        def preexec():
+            confine()
+            drop()
+
+        return preexec
+
+    async def start(self):
+        await asyncio.to_thread(self.lay_workspace)
+        return await super().start()
+
+    def lay_workspace(self):
+        """Copy the course into the learner's home, as the learner (see the module)."""
+        name = self.user.name
+        home = pwd.getpwnam(name).pw_dir
+        if os.geteuid() == 0:
+            os.chmod(home, 0o700)  # other learners cannot read it
+        staging = Path(tempfile.mkdtemp(prefix="course-workspace-", dir="/var/tmp"))
+        try:
+            shutil.copytree(LESSONS, staging / "lessons")
+            shutil.copytree(RELEASE, staging / "release")
+            for script in (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT):
+                shutil.copy(script, staging / script.name)
+            for path in [staging, *staging.rglob("*")]:
+                path.chmod(0o755 if path.is_dir() else 0o644)
+            done = subprocess.run(
+                [sys.executable, str(staging / "learner_home.py"), home],
+                preexec_fn=self.make_preexec_fn(name), env={"PATH": "/usr/bin:/bin", "HOME": home},
+                capture_output=True, text=True, timeout=120)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"could not lay the course workspace in {home}: "
+                               f"{done.stderr[-2000:]}")
+        self.log.info("course workspace for %s: %s", name, done.stdout.strip())

@@ -1,0 +1,136 @@
+"""JupyterHub configuration for a class: ``make hub`` (see README, "For a class").
+
+One machine: the hub and configurable-http-proxy (``node_modules``, from
+package.json) on http://127.0.0.1:8000; behind the proxy
+
+* ``/services/course/``: the course site, signed-in users only (``site.py``);
+* ``/services/grader/``: the grading service (``python -m autograder.service
+  --auth hub``), with the grader and the gradebook ``make serve`` uses;
+* ``/user/<name>/``: each learner's JupyterLab (``course_spawner.py``), as the
+  learner's own system user when the hub runs as root.
+
+Sign-in: JupyterHub's PAMAuthenticator (the machine's accounts). Learners are
+the members of the system group ``$HUB_LEARNERS_GROUP`` (default
+``course-learners``), instructors of ``$HUB_INSTRUCTORS_GROUP`` (default
+``course-instructors``), who also become the hub group ``instructors`` the
+grading service shows the class to. No password or secret is in this file:
+the hub's cookie secret and database are made in ``$HUB_STATE`` (default
+``.hub-state/``, mode 0700, gitignored), so a restart keeps every sign-in.
+
+Ports (environment): ``PORT`` (public, 8000), ``HOST`` (127.0.0.1),
+``HUB_API_PORT`` (the hub's own API, 8081), ``PROXY_API_PORT`` (the proxy's
+API, 8002), ``GRADER_PORT`` (8001), ``SITE_PORT`` (8003).
+"""
+import grp
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))  # course_spawner
+import course_spawner  # noqa: E402
+
+c = get_config()  # noqa: F821
+
+env = os.environ.get
+HOST = env("HOST", "127.0.0.1")
+PORT = int(env("PORT", "8000"))
+PUBLIC = f"http://{HOST}:{PORT}"
+STATE = Path(env("HUB_STATE", str(REPO / ".hub-state"))).resolve()
+STATE.mkdir(mode=0o700, parents=True, exist_ok=True)
+STATE.chmod(0o700)
+LEARNERS = env("HUB_LEARNERS_GROUP", "course-learners")
+INSTRUCTORS = env("HUB_INSTRUCTORS_GROUP", "course-instructors")
+PYTHON = sys.executable  # the venv's interpreter (reachable by learners: course_spawner)
+
+# -- the hub, its proxy, its state ---------------------------------------------
+c.JupyterHub.bind_url = PUBLIC
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = int(env("HUB_API_PORT", "8081"))
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.ConfigurableHTTPProxy.command = [str(REPO / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{env('PROXY_API_PORT', '8002')}"
+c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
+
+# -- sign-in -------------------------------------------------------------------
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.allowed_groups = {LEARNERS, INSTRUCTORS}
+c.Authenticator.manage_groups = True  # hub group 'instructors' follows the system group
+
+
+def _groups(authenticator, handler, authentication):
+    """The hub groups of a user who signed in: 'instructors' for the system group."""
+    name = authentication["name"]
+    try:
+        members = grp.getgrnam(INSTRUCTORS).gr_mem
+    except KeyError:
+        members = []
+    authentication["groups"] = ["instructors"] if name in members else []
+    return authentication
+
+
+c.Authenticator.post_auth_hook = _groups
+# Hub admins (comma-separated user names) see the class too, and the hub's admin page.
+c.Authenticator.admin_users = {n.strip() for n in env("HUB_ADMINS", "").split(",") if n.strip()}
+
+# -- who may do what (JupyterHub scopes) -----------------------------------------
+c.JupyterHub.load_roles = [
+    # every user: their own server, and the course's two services
+    {"name": "user", "scopes": ["self", "access:services!service=course",
+                                "access:services!service=grader"]},
+    # the grading service asks the hub who is an admin (admins are instructors too)
+    {"name": "grader-service", "services": ["grader"], "scopes": ["read:users"]},
+]
+
+# -- the learners' servers -----------------------------------------------------
+c.JupyterHub.spawner_class = "course_spawner.CourseSpawner"
+c.Spawner.cmd = [PYTHON, "-m", "jupyterhub.singleuser"]
+c.Spawner.default_url = "/lab"
+c.Spawner.notebook_dir = "~"
+c.Spawner.http_timeout = 120
+c.Spawner.start_timeout = 180
+# $JUPYTERHUB_API_TOKEN in the learner's kernels: the submit cell sends it to the grader
+c.Spawner.server_token_scopes = ["users:activity!user", "access:services!service=grader"]
+c.Spawner.environment = {
+    "GRADER_URL": f"{PUBLIC}/services/grader",
+    "JAX_PLATFORMS": "cpu",
+    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    "PATH": f"{Path(PYTHON).parent}:/usr/local/bin:/usr/bin:/bin",
+    "PYTHONPATH": course_spawner.course_lib,  # the submit cell's module
+}
+c.Spawner.env_keep = ["LANG", "LC_ALL"]
+
+# -- the course's services -----------------------------------------------------
+_service_env = {"PATH": env("PATH", "/usr/bin:/bin"), "HOME": env("HOME", "/root"),
+                "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8"}
+c.JupyterHub.services = [
+    {
+        "name": "course",
+        "url": f"http://127.0.0.1:{env('SITE_PORT', '8003')}",
+        "command": [PYTHON, str(HERE / "site.py")],
+        "timeout": 120,
+        "cwd": str(REPO),
+        "environment": _service_env,
+        "display": True,
+        "oauth_no_confirm": True,
+        # the token the pages get: start and use the user's own server, submit
+        "oauth_client_allowed_scopes": ["servers!user", "access:servers!user",
+                                        "access:services!service=grader"],
+    },
+    {
+        "name": "grader",
+        "url": f"http://127.0.0.1:{env('GRADER_PORT', '8001')}",
+        "command": [PYTHON, "-m", "autograder.service", "--auth", "hub", "--host", "127.0.0.1",
+                    "--port", env("GRADER_PORT", "8001"), "--origins", ""],
+        "cwd": str(REPO),
+        "environment": dict(_service_env, **{k: v for k, v in os.environ.items()
+                                             if k.startswith("GRADER_") and k != "GRADER_PORT"}),
+        "display": True,
+        "oauth_no_confirm": True,
+        "timeout": 600,  # seconds to start: it imports JAX before it listens (slow when loaded)
+    },
+]
+# The hub's home page opens the course site.
+c.JupyterHub.default_url = "/services/course/"

@@ -1,0 +1,228 @@
+"""A real course hub for the tests: ``make hub`` as the README says, on free ports.
+
+Runs as root only (the hub signs people in with PAM and runs each learner's
+server as that learner's system user). The module creates system users of
+its own (two learners, one instructor, each with a random password) in
+system groups of its own, passed to the hub through the variables the README
+lists, and removes them afterwards. The hub's state, the grading database and
+a freshly released copy of the course live in a temporary folder.
+"""
+from __future__ import annotations
+
+import os
+import pwd
+import random
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+from tests.conftest import REPO
+
+WAIT_S = 600  # give-up time for servers, not a timing assertion
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Account:
+    name: str
+    password: str
+
+
+class Hub:
+    """``make hub`` in its own process group; ``start()``, ``stop()``, ``url(path)``."""
+
+    def __init__(self, root: Path, env: dict):
+        self.root, self.env, self.proc = root, env, None
+        self.public = f"http://127.0.0.1:{env['PORT']}"
+        self.log_path = root / "hub.log"
+
+    def url(self, path: str) -> str:
+        return self.public + path
+
+    def start(self):
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(["make", "hub"], cwd=REPO, env=self.env, stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"make hub exited ({self.proc.returncode}):\n{self.log()}")
+            try:
+                if requests.get(self.url("/services/grader/api/health"), timeout=5).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(1)
+        pytest.fail(f"the hub did not answer:\n{self.log()}")
+
+    def stop(self):
+        """SIGTERM to make and the hub (as Ctrl-C would); wait until all of it is gone."""
+        if self.proc is None:
+            return
+        group = self.proc.pid
+        try:
+            os.killpg(group, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (self.proc.poll() is None or _alive(group)):
+            time.sleep(0.5)  # (poll reaps make, whose zombie would keep the group alive)
+        if _alive(group):
+            os.killpg(group, signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+        self._end_strays()
+
+    def _end_strays(self):
+        """A hub that died (or gave up starting) leaves its proxy and services running,
+        each in a session of its own: end this hub's, by pid."""
+        ours = {"HUB_STATE": self.env["HUB_STATE"]}
+        services = {f"http://127.0.0.1:{self.env[k]}" for k in ("GRADER_PORT", "SITE_PORT")}
+        for proc in psutil.process_iter():
+            try:
+                env = proc.environ()
+            except psutil.Error:
+                continue
+            if env.get("HUB_STATE") == ours["HUB_STATE"] or env.get("JUPYTERHUB_SERVICE_URL") in services:
+                try:
+                    proc.kill()
+                except psutil.Error:
+                    pass
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+
+def _alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _run(*argv):
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="package")
+def accounts():
+    """System users and groups of this test run: ``{"ada", "bob", "ins"}`` -> Account."""
+    if os.geteuid() != 0:
+        pytest.skip("the class deployment tests run as root (PAM sign-in, one system user per "
+                    "learner); CI runs as root")
+    tag = secrets.token_hex(3)
+    groups = {"learners": f"tl{tag}", "instructors": f"ti{tag}"}
+    for group in groups.values():
+        _run("groupadd", group)
+    made = {}
+    try:
+        for role, group in (("ada", "learners"), ("bob", "learners"), ("ins", "instructors")):
+            account = Account(f"{role}{tag}", secrets.token_urlsafe(12))
+            _run("adduser", "--disabled-password", "--gecos", "", "--quiet", account.name)
+            made[role] = account
+            subprocess.run(["chpasswd"], input=f"{account.name}:{account.password}\n",
+                           text=True, check=True)
+            _run("adduser", "--quiet", account.name, groups[group])
+        yield made, groups
+    finally:
+        for account in made.values():
+            _kill_user(account.name)
+            subprocess.run(["userdel", "-r", account.name], capture_output=True)
+        for group in groups.values():
+            subprocess.run(["groupdel", group], capture_output=True)
+
+
+def _kill_user(name):
+    """End whatever a test user still runs (their server, kernels), by pid."""
+    uid = pwd.getpwnam(name).pw_uid
+    for proc in psutil.process_iter(["uids"]):
+        if proc.info["uids"] and proc.info["uids"].real == uid:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+
+
+@pytest.fixture(scope="package")
+def hub(accounts, released_course, tmp_path_factory):
+    """The running hub (``make hub`` with free ports and this run's groups)."""
+    _, groups = accounts
+    root = tmp_path_factory.mktemp("hub")
+    course = root / "course"
+    shutil.copytree(released_course, course)
+    env = dict(os.environ, PORT=str(free_port()), HUB_API_PORT=str(free_port()),
+               PROXY_API_PORT=str(free_port()), GRADER_PORT=str(free_port()),
+               SITE_PORT=str(free_port()), HUB_STATE=str(root / "state"),
+               GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
+               GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
+               HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
+    hub = Hub(root, env)
+    try:
+        hub.start()
+        yield hub
+    finally:
+        hub.stop()
+
+
+class Signed:
+    """A signed-in ``requests`` session plus the hub token the course site hands its pages."""
+
+    def __init__(self, hub: Hub, account: Account):
+        self.hub, self.name = hub, account.name
+        self.session = requests.Session()
+        page = self.session.get(hub.url("/hub/login"))
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text).group(1)
+        done = self.session.post(hub.url("/hub/login?next=/services/course/book/intro.html"),
+                                 data={"username": account.name, "password": account.password,
+                                       "_xsrf": xsrf})
+        assert done.ok and done.url.endswith("/services/course/book/intro.html"), done.url
+        cookie = next(c.value for c in self.session.cookies
+                      if c.name == "_xsrf" and c.path.startswith("/services/course"))
+        reply = self.session.get(hub.url("/services/course/api/session"),
+                                 headers={"X-XSRFToken": cookie, "Sec-Fetch-Mode": "cors"})
+        assert reply.ok, reply.text
+        self.token = reply.json()["token"]
+        self.headers = {"Authorization": f"token {self.token}"}
+
+    def grader(self, method, path, **kwargs):
+        kwargs.setdefault("headers", self.headers)
+        return requests.request(method, self.hub.url("/services/grader/" + path), timeout=60,
+                                **kwargs)
+
+    def submit(self, notebook, **extra):
+        reply = self.grader("POST", "api/submissions",
+                            json={"exercise": "update_with_donate", "notebook": notebook, **extra})
+        assert reply.status_code == 202, reply.text
+        return reply.json()["id"]
+
+    def wait_done(self, sub_id):
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            sub = self.grader("GET", f"api/submissions/{sub_id}").json()
+            if sub["status"] == "done":
+                return sub
+            time.sleep(1)
+        pytest.fail(f"submission {sub_id} was not graded")
+
+
+@pytest.fixture
+def sign_in(hub, accounts):
+    """``sign_in("ada")`` -> :class:`Signed` (a new session each call)."""
+    made, _ = accounts
+    return lambda role: Signed(hub, made[role])

@@ -1,0 +1,119 @@
+"""Every grade belongs to who signed in: the grading service behind the hub
+takes the learner from JupyterHub, shows a learner only their own work, and
+shows instructors the class (issue 14)."""
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+import requests
+
+from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+
+WAIT_S = 600
+
+
+def notebook(course, sample):
+    return with_answer(released_notebook(course), (SAMPLES / f"{sample}.py").read_text())
+
+
+def course_of(hub):
+    return Path(hub.env["GRADER_COURSE"])
+
+
+def test_unsigned_requests_are_refused(hub):
+    body = {"exercise": "update_with_donate", "learner": "anyone", "notebook": {"cells": []}}
+    for method, path, kwargs in (("POST", "api/submissions", {"json": body}),
+                                 ("GET", "api/submissions", {}),
+                                 ("GET", "api/class", {}),
+                                 ("GET", "api/class.csv", {})):
+        reply = requests.request(method, hub.url("/services/grader/" + path), timeout=60, **kwargs)
+        assert reply.status_code == 403, (path, reply.status_code, reply.text)
+        assert reply.json()["code"] == "not_signed_in"
+    bad = requests.post(hub.url("/services/grader/api/submissions"), json=body, timeout=60,
+                        headers={"Authorization": "token not-a-hub-token"})
+    assert bad.status_code == 403
+
+
+def test_a_cross_site_post_with_the_learners_cookies_is_refused(hub, sign_in):
+    """A cookie alone (what a cross-site form or fetch carries) does not sign a POST:
+    HubOAuth wants the _xsrf token too, which another site cannot read."""
+    ada = sign_in("ada")
+    ada.session.get(hub.url("/services/grader/login?next=/services/grader/api/me"))
+    assert any(c.path.startswith("/services/grader") for c in ada.session.cookies)
+    before = len(ada.grader("GET", "api/submissions").json()["submissions"])
+    body = {"exercise": "update_with_donate", "notebook": notebook(course_of(hub), "reference")}
+    forged = ada.session.post(hub.url("/services/grader/api/submissions"), json=body,
+                              headers={"Sec-Fetch-Mode": "cors", "Sec-Fetch-Site": "cross-site",
+                                       "Origin": "http://evil.example"})
+    assert forged.status_code == 403, forged.text
+    assert len(ada.grader("GET", "api/submissions").json()["submissions"]) == before
+    # the session endpoint that hands out the token needs the XSRF header too
+    stolen = ada.session.get(hub.url("/services/course/api/session"),
+                             headers={"Sec-Fetch-Mode": "cors", "Sec-Fetch-Site": "cross-site"})
+    assert stolen.status_code == 403
+
+
+def test_a_learner_reads_only_their_own_submissions(hub, sign_in):
+    ada, bob = sign_in("ada"), sign_in("bob")
+    sub_id = ada.submit(notebook(course_of(hub), "reference"))
+    done = ada.wait_done(sub_id)
+    assert done["learner"] == ada.name and done["result"]["score"] == done["result"]["max_score"]
+    assert sub_id in [s["id"] for s in ada.grader("GET", "api/submissions").json()["submissions"]]
+
+    by_id = bob.grader("GET", f"api/submissions/{sub_id}")
+    unknown = bob.grader("GET", "api/submissions/" + "A" * 32)
+    assert by_id.status_code == unknown.status_code == 404  # as if it did not exist
+    assert by_id.json() == unknown.json()
+    listing = bob.grader("GET", "api/submissions", params={"learner": ada.name})
+    assert listing.status_code == 403
+    own = bob.grader("GET", "api/submissions").json()
+    assert own["learner"] == bob.name and sub_id not in [s["id"] for s in own["submissions"]]
+    assert bob.grader("GET", "api/class").status_code == 403
+    assert bob.grader("GET", "api/class.csv").status_code == 403
+
+
+def test_a_forged_learner_field_does_not_change_whose_grade_it_is(hub, sign_in):
+    ada, bob = sign_in("ada"), sign_in("bob")
+    before = len(ada.grader("GET", "api/submissions").json()["submissions"])
+    sub_id = bob.submit(notebook(course_of(hub), "no_donation"), learner=ada.name)
+    done = bob.wait_done(sub_id)
+    assert done["learner"] == bob.name
+    assert len(ada.grader("GET", "api/submissions").json()["submissions"]) == before
+    assert sub_id in [s["id"] for s in bob.grader("GET", "api/submissions").json()["submissions"]]
+
+
+def test_the_instructor_sees_the_class_and_downloads_its_csv(hub, sign_in):
+    ada, bob, ins = sign_in("ada"), sign_in("bob"), sign_in("ins")
+    course = course_of(hub)
+    ada.wait_done(ada.submit(notebook(course, "reference")))
+    bob.wait_done(bob.submit(notebook(course, "no_donation")))
+    me = ins.grader("GET", "api/me").json()
+    assert me == {"learner": ins.name, "instructor": True}
+
+    view = ins.grader("GET", "api/class").json()["exercises"]["update_with_donate"]
+    learners = view["learners"]
+    assert learners[ada.name]["best"] == view["max_score"] == 10
+    assert learners[bob.name]["latest"] < 10 and learners[bob.name]["feedback"]
+    assert {c["name"] for c in view["checks"]} and all(0 <= c["pass_rate"] <= 1 for c in view["checks"])
+    assert ins.grader("GET", f"api/submissions/{learners[bob.name]['latest_id']}").ok
+
+    # the CSV: nbgrader export's columns, both learners (the gradebook is mirrored
+    # by a background thread: wait for it)
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        reply = ins.grader("GET", "api/class.csv")
+        assert reply.ok and reply.headers["Content-Type"].startswith("text/csv")
+        rows = list(csv.DictReader(io.StringIO(reply.text)))
+        ours = {r["student_id"]: r for r in rows if r["assignment"] == "update_with_donate"
+                and r["timestamp"]}
+        if {ada.name, bob.name} <= set(ours) or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert list(rows[0]) == ["assignment", "duedate", "timestamp", "student_id", "last_name",
+                             "first_name", "email", "raw_score", "late_submission_penalty",
+                             "score", "max_score"]
+    assert float(ours[ada.name]["score"]) == 10.0
+    assert float(ours[bob.name]["score"]) == float(learners[bob.name]["latest"])
