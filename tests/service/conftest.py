@@ -196,7 +196,9 @@ class Service:
     def export(self):
         """``{learner: row}`` of ``nbgrader export`` run in the service's course."""
         (self.course / "grades.csv").unlink(missing_ok=True)
-        nbgrader(self.course, "export", *gradebook_option(self.db))
+        # nbgrader() runs in exercises/, as the README does: name the file, or it lands there
+        nbgrader(self.course, "export", f"--to={self.course / 'grades.csv'}",
+                 *gradebook_option(self.db))
         with open(self.course / "grades.csv") as handle:
             return {r["student_id"]: r for r in csv.DictReader(handle)
                     if r["assignment"] == ASSIGNMENT}
