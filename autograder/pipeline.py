@@ -114,7 +114,8 @@ def _judge(sub, outcome, hex_digest):
     if "missing" in obs or "probe_error" in obs:
         reason = (f"`{obs['missing']}` is not defined" if "missing" in obs
                   else f"the tests could not run: {obs['probe_error']}")
-        return _failed(sub, "; ".join([reason] + notes), "incomplete")
+        # the cause (a cell that failed, e.g. a syntax error) before its effect
+        return _failed(sub, "; ".join(notes + [reason]), "incomplete")
     tests = hidden.judge(sub.exercise, obs, seed_for(hex_digest))
     passed = sum(t["status"] == "passed" for t in tests)
     output = (f"All {passed} checks passed." if passed == len(tests)

@@ -29,6 +29,14 @@ def test_the_stub_is_said_to_be_unattempted_once(released_course, tmp_path):
     assert {t["output"] for t in result["tests"]} == {NOT_RUN}
 
 
+def test_a_syntax_error_is_said_before_what_it_left_undefined(tmp_path):
+    proc = run_autograder(SAMPLES / "syntax_error.py", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    output = results(tmp_path, "syntax_error")["output"]
+    assert "has a syntax error at line 6" in output.split(";")[0], output
+    assert output.endswith("`update_with_donate` is not defined"), output
+
+
 def test_a_graded_result_says_how_many_checks_passed(tmp_path):
     proc = run_autograder(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
