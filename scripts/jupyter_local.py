@@ -125,7 +125,16 @@ def site_query(port: int | str, token: str) -> str:
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """What a learner can have changed in a notebook: its cells' types and sources.
+
+    Opening a notebook makes JupyterLab save it with its own kernelspec and
+    language metadata (and running it adds outputs); neither is an edit to keep."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        key = json.dumps([(c.get("cell_type"), "".join(c.get("source", ""))) for c in cells])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        key = path.read_bytes().hex()  # not a notebook we can read: any byte change counts
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,

@@ -1,0 +1,42 @@
+"""`make book`'s learner workspace (scripts/jupyter_local.py ``build_workspace``):
+regenerated from the site, but a notebook the learner edited is kept."""
+import json
+import sys
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)
+
+
+def _notebook(text):
+    return {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [text]}],
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def _build(tmp_path, text):
+    lessons = tmp_path / "site"
+    lessons.mkdir(exist_ok=True)
+    (lessons / "one.ipynb").write_text(json.dumps(_notebook(text)))
+    jupyter_local.build_workspace(tmp_path / "ws", lessons=lessons, release=tmp_path / "none")
+    return json.loads((tmp_path / "ws" / "lessons" / "one.ipynb").read_text())
+
+
+def test_a_notebook_only_opened_in_jupyterlab_is_still_updated(tmp_path):
+    _build(tmp_path, "first")
+    opened = tmp_path / "ws" / "lessons" / "one.ipynb"
+    nb = json.loads(opened.read_text())  # what JupyterLab writes when it saves on open
+    nb["metadata"]["kernelspec"]["display_name"] = "Python 3 (ipykernel)"
+    nb["metadata"]["language_info"] = {"name": "python"}
+    opened.write_text(json.dumps(nb, indent=1))
+    assert _build(tmp_path, "second")["cells"][0]["source"] == ["second"]
+
+
+def test_a_notebook_the_learner_edited_is_kept(tmp_path):
+    _build(tmp_path, "first")
+    edited = tmp_path / "ws" / "lessons" / "one.ipynb"
+    nb = json.loads(edited.read_text())
+    nb["cells"][0]["source"] = ["my notes"]
+    edited.write_text(json.dumps(nb))
+    assert _build(tmp_path, "second")["cells"][0]["source"] == ["my notes"]
