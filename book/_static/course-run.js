@@ -200,12 +200,14 @@
 
   async function runHere(button, status) {
     button.disabled = true;
-    status.textContent = "Connecting to the course JupyterLab at " + BASE + "...";
-    var found = await diagnose();
-    if (found.state !== "ok") {
-      button.disabled = false;
-      status.textContent = "Could not start the code runner. " + jupyterProblem(found);
-      return;
+    if (!HUB) { // under the hub, hubServer() below starts and finds the learner's own server
+      status.textContent = "Connecting to the course JupyterLab at " + BASE + "...";
+      var found = await diagnose();
+      if (found.state !== "ok") {
+        button.disabled = false;
+        status.textContent = "Could not start the code runner. " + jupyterProblem(found);
+        return;
+      }
     }
     status.textContent = "Loading the code runner...";
     try {
@@ -248,6 +250,11 @@
       button.hidden = true;
     } catch (err) {
       button.disabled = false;
+      if (HUB) {
+        status.textContent = "Could not start the code runner: " + (err && err.message ? err.message : err) +
+          ". Press the button to try again; if it fails again, reload the page (the hub may ask you to sign in).";
+        return;
+      }
       var now = await diagnose();
       status.textContent = "Could not start the code runner: " + (err && err.message ? err.message : err) +
         ". " + (now.state === "ok" ? "JupyterLab answers at " + BASE + "; press the button to try again, " +
