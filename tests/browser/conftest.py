@@ -11,6 +11,7 @@ tests/browser/test_make_serve.py follows ``make serve`` itself on the default po
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -107,8 +108,9 @@ def servers(built_html):
         stop(proc)
 
 
-@pytest.fixture(scope="package")  # one browser for tests/browser, closed before other packages run
-def browser():
+@contextlib.contextmanager
+def debian_chromium():
+    """Debian's Chromium, headless, driven by Playwright (also used by tests/hub)."""
     if not os.path.exists(CHROMIUM):
         pytest.fail("Chromium is missing: apt-get install -y chromium (.ci/run does)")
     from playwright.sync_api import sync_playwright
@@ -117,6 +119,12 @@ def browser():
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="package")  # one browser for tests/browser, closed before other packages run
+def browser():
+    with debian_chromium() as chromium:
+        yield chromium
 
 
 class Watched:

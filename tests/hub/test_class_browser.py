@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, screenshot
+from tests.browser.conftest import debian_chromium, screenshot
 
 WAIT_MS = 300_000  # give-up time for servers and kernels, not a timing assertion
 ANSWER = (Path(__file__).resolve().parents[1] / "grading" / "samples" / "reference.py").read_text()
@@ -24,14 +24,8 @@ EXERCISE = "update_with_donate"
 
 @pytest.fixture(scope="module")
 def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Chromium is missing: apt-get install -y chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with debian_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 def browser_sign_in(browser, hub, account):
