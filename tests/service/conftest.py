@@ -99,6 +99,17 @@ def gradebook_option(db):
     return [] if url.get_backend_name() == "sqlite" else ["--db", url_text(url)]
 
 
+def stop_process(proc, sig=signal.SIGTERM):
+    """Send ``sig`` to a running ``proc`` and wait for it (SIGKILL after 30 s)."""
+    if proc and proc.poll() is None:
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class Service:
     """One ``python -m autograder.service`` process and its files."""
 
@@ -140,13 +151,7 @@ class Service:
         raise RuntimeError(f"the service did not start:\n{self.log.read_text()[-3000:]}")
 
     def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, sig)
 
     def submit(self, learner, notebook, exercise=ASSIGNMENT):
         status, _, body = http("POST", self.url + "/api/submissions",
@@ -337,13 +342,7 @@ class Worker:
         raise RuntimeError(f"the worker did not start:\n{self.log.read_text()[-3000:]}")
 
     def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, sig)
 
 
 @pytest.fixture
