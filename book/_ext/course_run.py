@@ -3,7 +3,9 @@
 For each lesson page (``book/lessons/<name>``) it
 
 * writes the lesson as a notebook (jupytext, MyST -> .ipynb, no outputs) to
-  ``_notebooks/lessons/<name>.ipynb`` in the built site, for download;
+  ``_notebooks/lessons/<name>.ipynb`` in the built site, for download and for the
+  learner's JupyterLab, its prose rewritten as plain Markdown with the values the
+  page shows (:mod:`lab_markdown`);
 * puts a "Run this lesson" bar at the top of the page: open the same notebook in
   the local JupyterLab that ``make serve`` starts, download the ``.ipynb``, or run
   the code cells in the page itself (thebe, talking to that JupyterLab);
@@ -25,6 +27,7 @@ import hashlib
 import html
 import importlib.util
 import json
+import posixpath
 import re
 import shutil
 from pathlib import Path
@@ -161,12 +164,43 @@ def add_run_bar(app: Sphinx, pagename: str, templatename: str, context: dict, do
     context["body"] = bar + context["body"]
 
 
-def lesson_notebook(source: Path) -> str:
-    """The lesson ``source`` (a MyST notebook) as .ipynb JSON text, without outputs."""
-    import jupytext
+def notebook_href(docname: str) -> str | None:
+    """Where page ``docname``'s notebook is, seen from a lesson notebook (the lessons
+    share a folder; a released exercise is ``<name>/<name>.ipynb`` in the workspace)."""
+    if docname.startswith(LESSON_PREFIX):
+        return f"{docname[len(LESSON_PREFIX):]}.ipynb"
+    name = docname[len(EXERCISE_PREFIX):] if docname.startswith(EXERCISE_PREFIX) else None
+    if name and (REPO / "exercises" / "release" / name / f"{name}.ipynb").is_file():
+        return f"../{name}/{name}.ipynb"
+    return None
 
-    notebook = jupytext.read(source)
+
+def link(env, docname: str, kind: str, target: str) -> tuple[str, str | None]:
+    """``(title, href)`` of a ``{ref}`` label or ``{doc}`` path on page ``docname``."""
+    if kind == "ref":
+        to_doc, _anchor, title = env.domaindata["std"]["labels"][target.lower()]
+        if to_doc == docname:  # JupyterLab's heading anchors: the title, spaces as dashes
+            return title, "#" + title.replace(" ", "-")
+    else:
+        base = "" if target.startswith("/") else posixpath.dirname(docname)
+        to_doc = posixpath.normpath(posixpath.join(base, target.lstrip("/")))
+        title = env.titles[to_doc].astext()
+    return title, notebook_href(to_doc)
+
+
+def lesson_notebook(app: Sphinx, docname: str) -> str:
+    """Lesson ``docname`` (a MyST notebook) as .ipynb JSON text, without outputs,
+    its markdown as JupyterLab renders it (glued values from this build)."""
+    import functools
+
+    import jupytext
+    from lab_markdown import Context, lab_notebook
+    from myst_nb.ext.glue.crossref import read_glue_cache
+
+    notebook = jupytext.read(Path(app.env.doc2path(docname)))
     notebook.metadata.pop("jupytext", None)
+    glue = read_glue_cache(app.env.mystnb_config.output_folder, docname)
+    lab_notebook(notebook, Context(glue=glue, link=functools.partial(link, app.env, docname)))
     return jupytext.writes(notebook, fmt="ipynb")
 
 
@@ -178,9 +212,8 @@ def write_outputs(app: Sphinx, exception) -> None:
     notebooks.mkdir(parents=True, exist_ok=True)
     for docname in sorted(app.env.found_docs):
         if docname.startswith(LESSON_PREFIX):
-            source = Path(app.env.doc2path(docname))
             (notebooks / f"{docname[len(LESSON_PREFIX):]}.ipynb").write_text(
-                lesson_notebook(source), encoding="utf-8")
+                lesson_notebook(app, docname), encoding="utf-8")
     _favicon(out / "favicon.ico")
     target = out / "_static" / "thebe"
     if target.exists():

@@ -8,6 +8,7 @@ import re
 import urllib.error
 import urllib.request
 
+MYST_ONLY = re.compile(r"\{[a-z][\w:-]*\}`|^\([\w-]+\)=|^(?:```|:::)\{", re.M)
 REMOTE = re.compile(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}", re.I)
 
 
@@ -51,12 +52,20 @@ def test_thebe_is_served_by_the_site(built_html):
 
 
 def test_lesson_notebooks_are_in_the_site(built_html):
-    from tests.book.sitebuild import LESSONS
+    from tests.book.sitebuild import LESSONS, REPO
 
     for lesson in LESSONS:
         nb = json.loads((built_html / "_notebooks" / "lessons" / f"{lesson}.ipynb").read_text())
         assert nb["metadata"]["kernelspec"]["name"] == "python3"
         assert any(c["cell_type"] == "code" and "jax" in "".join(c["source"]) for c in nb["cells"])
+        # JupyterLab renders the prose: no MyST role, target or directive is left raw,
+        # glued values are filled in, glued figures are attached
+        prose = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+        raw = [m for text in prose for m in MYST_ONLY.findall(text)]
+        assert not raw, (lesson, raw[:5])
+        source = (REPO / "book" / "lessons" / f"{lesson}.md").read_text(encoding="utf-8")
+        figures = sum("attachments" in c for c in nb["cells"])
+        assert figures == source.count("{glue:figure}"), lesson
 
 
 def _get(url: str, origin: str | None = None):
