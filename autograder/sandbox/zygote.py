@@ -55,9 +55,9 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
 
 def main(path, exercises=()):
     """Zygote entry point: preload, listen on ``path``, say ready, serve forever."""
-    from autograder import worker
+    from autograder.sandbox import learner
 
-    worker.preload(exercises)
+    learner.preload(exercises)
     server = _Server(path, _Handler)
     print("ready", flush=True)
     server.serve_forever(poll_interval=0.05)
@@ -91,7 +91,7 @@ class Zygote:
             from autograder.sandbox import XLA_FLAGS, import_paths
 
             code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
-                    f"from autograder.zygote import main; main({self.path!r}, {tuple(exercises)!r})")
+                    f"from autograder.sandbox.zygote import main; main({self.path!r}, {tuple(exercises)!r})")
             env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,

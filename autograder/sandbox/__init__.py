@@ -67,7 +67,7 @@ class Outcome:
 # grades. When grading runs as root they are made root-only (git keeps no modes).
 PRIVATE = ("autograder/hidden", "exercises/source", "exercises/gradebook.db",
            "exercises/submitted", "exercises/autograded", "tests", "grading.db", ".git")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # Covered by empty mounts in the learner's mount namespace: every world-writable
 # place (so nothing persists or passes between learners) and the repo's private parts.
 SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
@@ -133,12 +133,10 @@ def lease_uid(slot=0):
 
 def run(request, limits=None, slot=0):
     """Run one request in a fresh limited process; return an :class:`Outcome`."""
-    from autograder import zygote
-
     limits = limits or Limits()
     try:
         with lease_uid(slot) as lease:
-            return zygote.shared().run(request, limits, lease)
+            return shared().run(request, limits, lease)
     except Exception as exc:  # the zygote died or hung: a result, never a crash
         return Outcome("error", f"the grader's sandbox failed ({type(exc).__name__}: {exc})")
 
@@ -192,9 +190,9 @@ def _learner(request, limits, uid, scratch, log_path, write_fd):
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                            "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8", "XLA_FLAGS": XLA_FLAGS})
         _limit(limits, uid)
-        from autograder import worker
+        from autograder.sandbox import learner
 
-        worker.serve(request, write_fd)
+        learner.serve(request, write_fd)
     finally:
         os._exit(70)
 
@@ -441,3 +439,6 @@ def to_json(outcome):
 
 def from_json(text):
     return Outcome(**json.loads(text))
+
+
+from autograder.sandbox.zygote import Zygote, shared  # noqa: E402  (split in the next commit)
