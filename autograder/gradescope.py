@@ -138,11 +138,11 @@ def _imports(exercise):
     """``(repo-relative grader files, distributions)`` that grading ``exercise`` imports.
 
     Found by importing, in a fresh interpreter, the probe and hidden tests,
-    what ``run_autograder`` and the learner's process import, and what the
+    what ``run_autograder``, the zygote, supervisor and learner's process import, and what the
     exercise's notebook imports (its answer's packages included).
     """
     entries = [f"autograder.probes.{exercise}", f"autograder.hidden.test_{exercise}",
-               "autograder.gradescope", "autograder.sandbox.learner", "autograder.probes.common",
+               "autograder.gradescope", "autograder.sandbox.zygote", "autograder.probes.common",
                "IPython.core.inputtransformer2", "nbformat", *_notebook_imports(exercise)]
     proc = subprocess.run([sys.executable, "-c", _LIST_IMPORTS, exercise, *entries], cwd=sandbox.REPO,
                           env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(sandbox.REPO)),
