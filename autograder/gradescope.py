@@ -138,8 +138,9 @@ def _imports(exercise):
     """``(repo-relative grader files, distributions)`` that grading ``exercise`` imports.
 
     Found by importing, in a fresh interpreter, the probe and hidden tests,
-    what ``run_autograder``, the zygote, supervisor and learner's process import, and what the
-    exercise's notebook imports (its answer's packages included).
+    what ``run_autograder`` and the sandbox's zygote, supervisor and learner's
+    process import, and what the exercise's notebook imports (its answer's
+    packages included).
     """
     entries = [f"autograder.probes.{exercise}", f"autograder.hidden.test_{exercise}",
                "autograder.gradescope", "autograder.sandbox.zygote", "autograder.probes.common",
