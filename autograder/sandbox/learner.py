@@ -99,7 +99,7 @@ def preload(exercises=()):
 
 
 def exercise_imports(exercise):
-    """Modules the learners of ``exercise`` use that are worth importing once, in the zygote.
+    """Modules the learners of ``exercise`` use, worth importing once in the zygote.
 
     The one place this list is read: the ``PRELOAD`` tuple of the exercise's
     probe module (empty when it has none).

@@ -22,7 +22,13 @@ from autograder.sandbox.uids import Lease
 
 @dataclass
 class Limits:
-    """Per-submission limits: seconds of wall clock, MiB of address space."""
+    """Per-submission limits of the learner's process (:func:`autograder.sandbox.confine.confine`).
+
+    ``seconds`` of wall clock (CPU time is limited to that plus 5 s);
+    ``memory_mib``, MiB of address space; ``processes``, processes and
+    threads of its uid (applied only with a uid of its own, as root);
+    ``file_mib``, MiB of any file it writes.
+    """
 
     seconds: float = 60.0
     memory_mib: int = 4096

@@ -45,7 +45,7 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
 
 
 def main(path, exercises=()):
-    """Zygote entry point: preload ``exercises``' imports, listen on ``path``, say ready, serve forever."""
+    """The zygote's entry point: preload ``exercises``, listen on ``path``, say ready, serve."""
     learner.preload(exercises)
     server = _Server(path, _Handler)
     print("ready", flush=True)
