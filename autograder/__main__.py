@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
 
-from autograder import pipeline, results, sandbox, submission, zygote
+from autograder import pipeline, results, sandbox, submission
 
 
 def parse(argv):
@@ -48,7 +48,7 @@ def main(argv=None):
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
     exercises = {args.exercise or submission.exercise_for(p, a) for _, p, a in found}
-    zygote.shared().launch(sorted(exercises))  # imports JAX while we read the submissions
+    sandbox.shared().launch(sorted(exercises))  # imports JAX while we read the submissions
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     os.makedirs(args.out, exist_ok=True)
     sandbox.protect(args.out)

@@ -26,7 +26,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder import pipeline, results, sandbox, submission, zygote
+from autograder import pipeline, results, sandbox, submission
 
 ROOT_ENV = "GRADESCOPE_ROOT"
 VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
@@ -128,8 +128,8 @@ import importlib, json, sys
 before = set(sys.modules)
 for name in sys.argv[2:]:
     importlib.import_module(name)
-from autograder import worker
-worker.preload([sys.argv[1]])  # what the zygote imports for this exercise
+from autograder.sandbox import learner
+learner.preload([sys.argv[1]])  # what the zygote imports for this exercise
 print(json.dumps({n: getattr(m, "__file__", None) for n, m in sys.modules.items() if n not in before}))
 """
 
@@ -138,11 +138,12 @@ def _imports(exercise):
     """``(repo-relative grader files, distributions)`` that grading ``exercise`` imports.
 
     Found by importing, in a fresh interpreter, the probe and hidden tests,
-    what ``run_autograder`` and the learner's process import, and what the
-    exercise's notebook imports (its answer's packages included).
+    what ``run_autograder`` and the sandbox's zygote, supervisor and learner's
+    process import, and what the exercise's notebook imports (its answer's
+    packages included).
     """
     entries = [f"autograder.probes.{exercise}", f"autograder.hidden.test_{exercise}",
-               "autograder.gradescope", "autograder.worker", "autograder.probes.common",
+               "autograder.gradescope", "autograder.sandbox.zygote", "autograder.probes.common",
                "IPython.core.inputtransformer2", "nbformat", *_notebook_imports(exercise)]
     proc = subprocess.run([sys.executable, "-c", _LIST_IMPORTS, exercise, *entries], cwd=sandbox.REPO,
                           env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(sandbox.REPO)),
@@ -247,7 +248,7 @@ def _grade_upload(root, exercise, limits):
         sub = submission.Submission(name="submission", path=upload, exercise=exercise,
                                     unreadable=_upload_problem(upload, found, exercise))
     if not sub.unreadable and sub.attempted:  # else nothing runs: no need for JAX
-        zygote.shared().launch([exercise])
+        sandbox.shared().launch([exercise])
     return pipeline.grade(sub, limits, 0, pipeline.digest(sub, limits),
                           pipeline.hidden_dirs([upload, out]))
 

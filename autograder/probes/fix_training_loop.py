@@ -11,7 +11,7 @@ import numpy as np
 
 from .common import encode_array, error_text, quiet
 
-PRELOAD = ("optax",)  # imported once in the zygote (see autograder.worker.preload)
+PRELOAD = ("optax",)  # imported once in the zygote (see autograder.sandbox.learner.preload)
 
 FUNCTIONS = ("make_train_step", "train")
 SIZES = (3, 8, 1)  # inputs, hidden units, outputs

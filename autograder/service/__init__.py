@@ -5,7 +5,7 @@
 - :mod:`~autograder.service.store`: the SQLite database of submissions and
   results (every submission is committed before it is acknowledged);
 - :mod:`~autograder.service.grader`: worker threads that grade queued
-  submissions with :mod:`autograder.pipeline` (sandboxed, judged under a lock);
+  submissions with :mod:`autograder.pipeline` (learner code sandboxed);
 - :mod:`~autograder.service.gradebook`: mirrors results into nbgrader's
   gradebook so formgrader and ``nbgrader export`` see the same grades;
 - :mod:`~autograder.service.app`: the HTTP API (tornado).

@@ -28,7 +28,7 @@ def test_a_folder_without_submissions_is_an_error(tmp_path):
 
 
 def test_the_zygote_leaves_no_socket_folder_behind():
-    from autograder.zygote import Zygote
+    from autograder.sandbox import Zygote
 
     stopped, orphaned = Zygote(), Zygote()
     for z in (stopped, orphaned):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import LEASES, lease_uid
+from autograder.sandbox.uids import LEASES, lease_uid
 from tests.conftest import REPO, nbgrader_env
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS

@@ -1,18 +1,24 @@
-"""The learner's process: run their code, then the exercise's probes.
+"""Learner code and the exercise's probes, run in IPython's own shell.
 
-Forked by :mod:`autograder.sandbox` with limits already applied. Takes one
-request (``exercise``, ``seed``, ``cells``) and writes one JSON reply to a
-private pipe. The cells run in IPython's own shell, never an imitation of it.
-Nothing here decides a score; the reply is data for the hidden tests in the
-grader's process.
+Runs in the learner's process, forked by the supervisor
+(:mod:`autograder.sandbox.supervisor`) and confined
+(:mod:`autograder.sandbox.confine`) before :func:`serve` is called. It takes
+one request (``exercise``, ``seed``, ``cells``) and writes one reply to a
+private pipe (:func:`autograder.sandbox.wire.write_reply`). The cells run in
+IPython's own shell, never an imitation of it. Nothing here decides a score;
+the reply is data for the hidden tests in the grader's process.
+
+:func:`preload` runs earlier, in the zygote's process, so that every
+learner's process inherits its imports and shell from the fork.
 """
 import errno
 import importlib
-import json
 import os
 import shutil
 import sys
 import tempfile
+
+from autograder.sandbox import wire
 
 _shell = None  # IPython's shell, made once per zygote by preload()
 
@@ -77,8 +83,8 @@ def preload(exercises=()):
 
     Safe before ``fork()``: importing JAX creates no threads or devices; the
     CPU client starts in each learner process on first use. IPython's shell
-    is made here too (a third of a second, paid once per zygote). Each exercise's
-    probe module may list heavier imports its learners use in ``PRELOAD``.
+    is made here too (a third of a second, paid once per zygote), and each of
+    ``exercises`` gets its :func:`exercise_imports` imported.
     """
     import jax  # noqa: F401
     import jax.numpy  # noqa: F401
@@ -88,15 +94,27 @@ def preload(exercises=()):
 
     shell()
     for exercise in exercises:
-        probe = importlib.import_module(f"autograder.probes.{exercise}")
-        for name in getattr(probe, "PRELOAD", ()):
+        for name in exercise_imports(exercise):
             importlib.import_module(name)
 
 
+def exercise_imports(exercise):
+    """Modules the learners of ``exercise`` use, worth importing once in the zygote.
+
+    The one place this list is read: the ``PRELOAD`` tuple of the exercise's
+    probe module (empty when it has none).
+    """
+    probe = importlib.import_module(f"autograder.probes.{exercise}")
+    return tuple(getattr(probe, "PRELOAD", ()))
+
+
 def serve(request, reply_fd):
-    """Run ``request`` in this (already limited) process; reply on ``reply_fd``; exit."""
+    """Run ``request`` in this (already confined) process; reply on ``reply_fd``; exit.
+
+    The zygote has already run :func:`preload`, so JAX, the probes' common
+    module and the shell come from the fork.
+    """
     reply = os.fdopen(reply_fd, "w")
-    preload()
     probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
     ns = shell().user_ns
     errors = run_cells(request["cells"], shell(), request.get("memory_mib"))
@@ -106,20 +124,10 @@ def serve(request, reply_fd):
         from autograder.probes.common import error_text
 
         obs = {"probe_error": error_text(exc)}
-    json.dump({"cell_errors": errors, "obs": obs}, reply)
-    reply.flush()
+    wire.write_reply(reply, errors, obs)
     for stream in (sys.stdout, sys.stderr):  # keep what the learner printed
         try:
             stream.flush()
         except Exception:
             pass
     os._exit(0)  # skip interpreter teardown: learner atexit hooks must not run
-
-
-def main():
-    """Entry point for a fresh interpreter: request on stdin, reply fd in argv[1]."""
-    serve(json.loads(sys.stdin.read()), int(sys.argv[1]))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,147 @@
+"""Step 2 of grading: run learner code in its own limited process.
+
+Runs in the grader's process: everything defined in this module does, and it
+is the package's public face (:func:`run`, :class:`Limits`, :class:`Outcome`,
+:func:`protect`, :func:`import_paths`, :class:`Lease`, :func:`lease_uid`,
+:func:`kill_uid`, :class:`Zygote`, :func:`shared`). The other modules are
+named for the process they run in:
+
+- :mod:`~autograder.sandbox.zygote`: a process that imports JAX once and
+  forks, per submission, a supervisor;
+- :mod:`~autograder.sandbox.supervisor`: forks the learner's process, waits
+  for it within the limits, kills what it left, reports an :class:`Outcome`;
+- :mod:`~autograder.sandbox.confine` then :mod:`~autograder.sandbox.learner`:
+  the learner's process: confined first (a fresh session in a scratch
+  directory, wall-clock, address-space, process-count and file-size limits,
+  and when grading runs as root private mounts, no network and an
+  unprivileged uid of its own, see :func:`lease_uid`, so it cannot signal the
+  grader or read root-only files), then the learner's code and the probes;
+- :mod:`~autograder.sandbox.wire`: the messages between them (the learner's
+  process talks only through a private pipe; what it prints is kept as a
+  short tail); :mod:`~autograder.sandbox.uids`: the sandbox uids' leases.
+
+No module here imports this one's own definitions, so the package has no
+import cycle (``tests/grading/test_imports.py``).
+"""
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from autograder.sandbox import wire
+from autograder.sandbox.confine import REPO, XLA_FLAGS, import_paths
+from autograder.sandbox.uids import Lease, kill_uid, lease_uid
+from autograder.sandbox.wire import Limits, Outcome
+
+__all__ = ["run", "Limits", "Outcome", "protect", "import_paths", "Lease", "lease_uid",
+           "kill_uid", "Zygote", "shared", "REPO", "PRIVATE"]
+
+# Paths learner code must not read: hidden tests, solutions, sample answers,
+# grades. When grading runs as root they are made root-only (git keeps no modes).
+PRIVATE = ("autograder/hidden", "exercises/source", "exercises/gradebook.db",
+           "exercises/submitted", "exercises/autograded", "tests", "grading.db", ".git")
+
+
+def protect(out_dir=None):
+    """Make :data:`PRIVATE` paths and ``out_dir`` unreadable to sandbox uids (root only)."""
+    if os.geteuid() != 0:
+        return
+    for path in [REPO / p for p in PRIVATE] + ([Path(out_dir)] if out_dir else []):
+        if path.exists():
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+
+
+def run(request, limits=None, slot=0):
+    """Run one request in a fresh limited process; return an :class:`Outcome`.
+
+    ``request`` is ``{"exercise", "seed", "cells": [{"label", "source"}],
+    "memory_mib", "hide"}``; ``slot`` picks the sandbox uid (see
+    :func:`lease_uid`). Never raises: a failure of the sandbox itself is an
+    Outcome with status ``error``.
+    """
+    limits = limits or Limits()
+    try:
+        with lease_uid(slot) as lease:
+            return shared().run(request, limits, lease)
+    except Exception as exc:  # the zygote died or hung: a result, never a crash
+        return Outcome("error", f"the grader's sandbox failed ({type(exc).__name__}: {exc})")
+
+
+def interpreter():
+    """An interpreter the sandbox uid can read (the venv's may live under /root)."""
+    if os.geteuid() == 0 and Path("/usr/bin/python3.11").exists():
+        return "/usr/bin/python3.11"
+    return sys.executable
+
+
+class Zygote:
+    """The grader's handle on a zygote process (started on first use)."""
+
+    def __init__(self):
+        self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
+
+    def launch(self, exercises=()):
+        """Start the zygote without waiting for it (it imports JAX meanwhile).
+
+        ``exercises`` get their learners' heavier imports
+        (:func:`autograder.sandbox.learner.exercise_imports`) imported once
+        there rather than in every learner process.
+        """
+        with self.lock:
+            if self.proc and self.proc.poll() is None:
+                return
+            self.ready = False
+            folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
+            self.path = os.path.join(folder, "socket")
+            code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
+                    f"from autograder.sandbox.zygote import main; "
+                    f"main({self.path!r}, {tuple(exercises)!r})")
+            env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
+            self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True)
+
+    def start(self):
+        """Launch if needed, then wait until the zygote listens."""
+        self.launch()
+        with self.lock:
+            if not self.ready:
+                if self.proc.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the sandbox zygote did not start")
+                self.ready = True
+
+    def run(self, request, limits, lease):
+        """Send one request; block until its :class:`Outcome`.
+
+        ``lease`` (a :class:`Lease`, or None when not root) goes with it: its
+        descriptor is passed to the supervisor. Raises RuntimeError (or
+        OSError) when the zygote or the supervisor fails.
+        """
+        self.start()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(limits.seconds + 60)
+            conn.connect(self.path)
+            wire.send_request(conn, request, limits, lease)
+            return wire.receive_outcome(conn)
+
+    def stop(self):
+        """Kill the zygote and remove its socket folder."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.path:
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
+
+_shared = Zygote()
+atexit.register(_shared.stop)
+
+
+def shared():
+    """The process-wide zygote, started on first use."""
+    return _shared

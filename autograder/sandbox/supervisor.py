@@ -1,0 +1,172 @@
+"""The supervisor of one submission: fork the learner's process, wait within the limits, clean up.
+
+Runs in the supervisor's process: a child the zygote forks for each
+connection (:mod:`autograder.sandbox.zygote`), as root when grading runs as
+root, holding the submission's uid lease. It never runs learner code
+itself; it forks the learner's process, reads its reply, kills whatever that
+process left running, and answers the grader with an
+:class:`~autograder.sandbox.Outcome`.
+"""
+import ctypes
+import os
+import select
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from autograder.sandbox import confine, learner, wire
+from autograder.sandbox.uids import kill_uid
+from autograder.sandbox.wire import Outcome
+
+REPLY_LIMIT = 32 * 2**20  # bytes of reply read from the learner's process
+PR_SET_CHILD_SUBREAPER = 36  # from <linux/prctl.h>
+MEMORY_SIGNS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
+
+
+def serve(conn, rfile, wfile):
+    """Read one request from the grader on ``conn``, supervise it, answer on ``wfile``."""
+    request, limits, lease = wire.receive_request(conn, rfile)
+    wire.send_outcome(wfile, supervise(request, limits, lease))
+
+
+def supervise(request, limits, lease):
+    """Fork the learner's process, wait for it within the limits, clean up; an :class:`Outcome`.
+
+    ``lease`` is the :class:`~autograder.sandbox.Lease` of the learner's uid
+    (None when not root).
+    """
+    uid = lease.uid if lease else None
+    scratch = tempfile.mkdtemp(prefix="grade-")
+    log_path = scratch + ".log"
+    if uid is not None:
+        os.chown(scratch, uid, uid)
+    read_fd, write_fd = os.pipe()
+    _become_subreaper()
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _learner(request, limits, uid, scratch, log_path, write_fd)
+    os.close(write_fd)
+    try:
+        raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
+        _kill_all(pid, lease)
+        tail, memory_hit = _read_log(log_path)
+        return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, memory_hit)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        Path(log_path).unlink(missing_ok=True)
+
+
+def _learner(request, limits, uid, scratch, log_path, write_fd):
+    """In the forked child, the learner's process: confine it, then run the code. Never returns."""
+    try:
+        confine.confine(request, limits, uid, scratch, log_path, write_fd)
+        learner.serve(request, write_fd)
+    finally:
+        os._exit(70)
+
+
+def _collect(pid, read_fd, deadline):
+    """Read the reply until EOF and reap ``pid``; stop at ``deadline``."""
+    chunks, size, code, eof = [], 0, None, False
+    while code is None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        if not eof and select.select([read_fd], [], [], min(remaining, 0.05))[0]:
+            data = os.read(read_fd, 65536)
+            eof = not data
+            size += len(data)
+            if size <= REPLY_LIMIT:
+                chunks.append(data)
+        elif eof:
+            time.sleep(min(remaining, 0.01))
+        code = _exit_code(pid)
+    if code is not None and not eof:  # drain what is buffered after exit
+        while select.select([read_fd], [], [], 0)[0] and (data := os.read(read_fd, 65536)):
+            chunks.append(data)
+    os.close(read_fd)
+    return b"".join(chunks), code, code is None
+
+
+def _exit_code(pid):
+    """Exit code of ``pid`` once it has ended (negative: killed by that signal), else None.
+
+    The child is left unreaped (WNOWAIT) so its pid and process group cannot
+    be reused by another process before :func:`_kill_all` signals the group.
+    """
+    info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None or info.si_pid == 0:
+        return None
+    if info.si_code == os.CLD_EXITED:
+        return info.si_status
+    return -info.si_status
+
+
+def _kill_all(pid, lease):
+    """Kill the learner's process group, reap the learner, then its whole uid."""
+    for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            target()  # safe: the unreaped learner keeps its pid and group reserved
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+    if lease is not None:
+        kill_uid(lease, reap=True)
+
+
+def _become_subreaper():
+    """Adopt the learner's orphans, so killed ones are reaped here at once.
+
+    Without this, children that left the learner's session are reparented to
+    PID 1, and their zombies (still owned by the sandbox uid) linger until it
+    gets round to reaping them -- seconds on some machines (prctl(2),
+    PR_SET_CHILD_SUBREAPER, Linux 3.4).
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: orphans go to PID 1, which reaps them in its own time
+
+
+def _read_log(log_path, window=65536, tail=2000):
+    """``(last tail characters, memory limit hit?)`` from the learner's log.
+
+    The memory signs are looked for in the first and last ``window`` bytes:
+    a MemoryError is often followed by a long abort trace.
+    """
+    try:
+        with open(log_path, "rb") as log:
+            head = log.read(window)
+            log.seek(max(0, os.fstat(log.fileno()).st_size - window))
+            end = log.read().decode("utf-8", "replace")
+    except OSError:
+        return "", False
+    text = head.decode("utf-8", "replace") + end
+    return end[-tail:], any(sign in text for sign in MEMORY_SIGNS)
+
+
+def _outcome(code, timed_out, raw, tail, limits, seconds, memory_hit=False):
+    if timed_out:
+        return Outcome("timeout", f"timed out after {limits.seconds:g} s", None, seconds, tail)
+    reply = wire.read_reply(raw)
+    if code == 0 and reply is not None:
+        return Outcome("ok", "", reply, seconds, tail)
+    if memory_hit:
+        return Outcome("memory", f"used more than {limits.memory_mib} MiB of memory",
+                       None, seconds, tail)
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return Outcome("crashed", f"the process running your code was killed by signal {name}",
+                       None, seconds, tail)
+    return Outcome("exited", f"your code ended the grading process early (exit status {code}) "
+                   "before the tests could run", None, seconds, tail)

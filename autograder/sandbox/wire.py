@@ -1,0 +1,98 @@
+"""What passes between the sandbox's processes, and how it is encoded.
+
+Runs in the grader's process (sends a request with its :class:`Limits`,
+reads back an :class:`Outcome`), the supervisor's (the other end of that
+connection, and reads the learner's reply) and the learner's (writes its
+reply). Two channels, one message each way:
+
+- grader <-> supervisor, over one connection to the zygote's Unix socket per
+  submission: one byte carrying the uid lease's descriptor (SCM_RIGHTS),
+  then a JSON line ``{"request", "limits", "uid"}``; back, a JSON line of
+  the :class:`Outcome`.
+- learner -> supervisor, over a private pipe: one JSON object
+  ``{"cell_errors": [str], "obs": dict}``, the probes' observations. It is
+  data from untrusted code: :func:`read_reply` accepts any bytes.
+"""
+import json
+import socket
+from dataclasses import asdict, dataclass
+
+from autograder.sandbox.uids import Lease
+
+
+@dataclass
+class Limits:
+    """Per-submission limits of the learner's process (:func:`autograder.sandbox.confine.confine`).
+
+    ``seconds`` of wall clock (CPU time is limited to that plus 5 s);
+    ``memory_mib``, MiB of address space; ``processes``, processes and
+    threads of its uid (applied only with a uid of its own, as root);
+    ``file_mib``, MiB of any file it writes.
+    """
+
+    seconds: float = 60.0
+    memory_mib: int = 4096
+    processes: int = 512  # threads count too: XLA's CPU client starts dozens
+    file_mib: int = 64
+
+
+@dataclass
+class Outcome:
+    """How the learner's process ended.
+
+    ``status`` is ``ok``, ``timeout``, ``memory``, ``exited``, ``crashed`` or
+    ``error`` (the grader's fault); ``message`` is the plain-words reason when
+    it is not ``ok``; ``reply`` is the learner process's JSON reply (None when
+    none arrived); ``seconds`` is wall time; ``output_tail`` is the end of
+    what the learner's code printed.
+    """
+
+    status: str
+    message: str = ""
+    reply: dict = None
+    seconds: float = 0.0
+    output_tail: str = ""
+
+
+def send_request(conn, request, limits, lease):
+    """Grader side: send ``request`` (a JSON-able dict), its limits and lease on ``conn``."""
+    socket.send_fds(conn, [b"L"], [lease.fd] if lease else [])
+    msg = {"request": request, "limits": asdict(limits), "uid": lease.uid if lease else None}
+    conn.sendall(json.dumps(msg).encode() + b"\n")
+
+
+def receive_request(conn, rfile):
+    """Supervisor side: ``(request, Limits, Lease or None)`` from ``conn`` (``rfile`` reads it)."""
+    _, fds, _, _ = socket.recv_fds(conn, 1, 1)
+    msg = json.loads(rfile.readline())
+    lease = Lease(msg["uid"], fds[0]) if fds and msg["uid"] is not None else None
+    return msg["request"], Limits(**msg["limits"]), lease
+
+
+def send_outcome(wfile, outcome):
+    """Supervisor side: answer with ``outcome``."""
+    wfile.write(json.dumps(asdict(outcome)).encode() + b"\n")
+
+
+def receive_outcome(conn):
+    """Grader side: the :class:`Outcome`; RuntimeError if the supervisor closed without one."""
+    with conn.makefile("rb") as answer:
+        line = answer.readline()
+    if not line:
+        raise RuntimeError("the sandbox supervisor closed without an answer")
+    return Outcome(**json.loads(line))
+
+
+def write_reply(file, cell_errors, obs):
+    """Learner side: the reply, ``cell_errors`` (list of str) and ``obs`` (JSON-able dict)."""
+    json.dump({"cell_errors": cell_errors, "obs": obs}, file)
+    file.flush()
+
+
+def read_reply(raw):
+    """Supervisor side: the reply dict from the learner's bytes, or None if they are not one."""
+    try:
+        reply = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) and "obs" in reply else None

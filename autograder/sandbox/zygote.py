@@ -1,0 +1,52 @@
+"""The zygote: one process that imports JAX once and forks a supervisor per submission.
+
+Runs in the zygote's process, which the grader's process starts
+(:class:`autograder.sandbox.Zygote`) as ``main(socket path, exercises)``.
+A fresh interpreter that imports JAX and compiles costs about a second; a
+fork of a process that has already imported JAX (but started no backend, so
+no threads or devices exist yet) costs milliseconds. The grader talks to the
+zygote over a Unix socket in a root-only directory; each connection is one
+submission, served by a forked child, the supervisor
+(:func:`autograder.sandbox.supervisor.serve`).
+"""
+import os
+import select
+import shutil
+import socketserver
+import sys
+
+from autograder.sandbox import learner, supervisor
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        """Runs in a forked child per connection: the supervisor of one submission.
+
+        The first byte carries the uid lease's descriptor (SCM_RIGHTS), so
+        this process holds the lease for as long as it runs, even if the
+        grader that leased it is killed.
+        """
+        supervisor.serve(self.connection, self.rfile, self.wfile)
+
+
+class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
+    max_children = 256
+
+    def service_actions(self):
+        """Between requests: reap children, and exit once the grader is gone.
+
+        The grader holds our stdin open and never writes; EOF means it died
+        (even by SIGKILL), so no zygote outlives the grading run.
+        """
+        super().service_actions()
+        if select.select([sys.stdin], [], [], 0)[0] and not os.read(sys.stdin.fileno(), 1):
+            shutil.rmtree(os.path.dirname(self.server_address), ignore_errors=True)
+            os._exit(0)
+
+
+def main(path, exercises=()):
+    """The zygote's entry point: preload ``exercises``, listen on ``path``, say ready, serve."""
+    learner.preload(exercises)
+    server = _Server(path, _Handler)
+    print("ready", flush=True)
+    server.serve_forever(poll_interval=0.05)
