@@ -21,7 +21,7 @@ GLUE = {"n_calls": {"data": {"text/plain": "7"}},
         "deleted": {"data": {"text/plain": "True"}},
         "fig": {"data": {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}}}
 LINKS = {("ref", "lesson-lifetimes"): ("Buffer lifetimes", "lifetimes.ipynb"),
-         ("doc", "../exercises/index"): ("Exercises", None)}
+         ("doc", "../exercises/index"): ("How the exercises work", None)}
 
 
 def ctx():
@@ -37,7 +37,7 @@ def test_links_go_to_notebooks_or_stay_text_and_targets_go():
     text = ("(lesson-x)=\n# Title\n\nSee the {ref}`next\n lesson <lesson-lifetimes>` and\n"
             "{doc}`../exercises/index`; `{0}` is not a role.")
     assert lab_markdown.rewrite(text, ctx()) == (
-        "# Title\n\nSee the [next lesson](lifetimes.ipynb) and\nExercises; `{0}` is not a role.")
+        "# Title\n\nSee the [next lesson](lifetimes.ipynb) and\nHow the exercises work; `{0}` is not a role.")
 
 
 def test_blocks_become_markdown_and_figures_attachments():
