@@ -28,7 +28,8 @@ import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from autograder.defaults import GRADER_PORT, setting  # noqa: E402 (the course's one set of defaults)
+from autograder import defaults  # noqa: E402 (the course's one set of defaults)
+from autograder.defaults import GRADER_PORT, setting  # noqa: E402
 
 LOGS = REPO / "_build" / "logs"
 HOST = setting("HOST")
@@ -55,7 +56,7 @@ def grader_port():
 
 def grader_url():
     """The grading service's address, as the pages and notebooks need it."""
-    return f"http://{HOST}:{grader_port()}"
+    return defaults.grader_url(HOST)
 
 
 def learner_id() -> str:

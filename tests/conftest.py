@@ -25,13 +25,18 @@ def nbgrader_env():
     return env
 
 
+def quiet(args):
+    """``--log-level=ERROR`` unless ``args`` set a level (nbgrader refuses two)."""
+    return [] if any(a.startswith("--log-level") for a in args) else ["--log-level=ERROR"]
+
+
 def nbgrader(course, *args):
     """Run ``nbgrader ARGS`` as the README does, from ``exercises/`` (so its
     nbgrader_config.py is the one loaded), on the course files in ``course``
     (``--CourseDirectory.root``: tests never write into ``exercises/``).
     Returns the CompletedProcess (checked)."""
     return subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}",
-                           "--log-level=ERROR"], cwd=REPO / "exercises",
+                           *quiet(args)], cwd=REPO / "exercises",
                           env=nbgrader_env(), check=True, capture_output=True, text=True)
 
 

@@ -20,7 +20,7 @@ import subprocess
 import pytest
 
 from autograder.defaults import release_argv
-from tests.conftest import BIN, REPO, grader_cli
+from tests.conftest import BIN, REPO, grader_cli, quiet
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 
 AGREEMENT = SAMPLES.parent / "agreement"
@@ -51,7 +51,7 @@ def _env():
 
 
 def _nbgrader(course, *args):
-    return subprocess.run(["nbgrader", *args, "--log-level=ERROR"], cwd=course / "exercises",
+    return subprocess.run(["nbgrader", *args, *quiet(args)], cwd=course / "exercises",
                           env=_env(), check=True, capture_output=True, text=True, timeout=1800)
 
 
