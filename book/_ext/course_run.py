@@ -45,7 +45,7 @@ LANDING = "book/intro"
 LESSON_PREFIX = "book/lessons/"
 EXERCISE_PREFIX = "book/exercises/"
 NOTEBOOK_DIR = "_notebooks/lessons"
-DEFAULTS_JS = "course-defaults.js"  # written into the site's _static/ by write_outputs
+DEFAULTS_JS = "course-defaults.js"  # written into the site's _static/ by write_defaults
 
 
 def _load(name: str, path: Path):
@@ -220,7 +220,6 @@ def write_outputs(app: Sphinx, exception) -> None:
             (notebooks / f"{docname[len(LESSON_PREFIX):]}.ipynb").write_text(
                 lesson_notebook(app, docname), encoding="utf-8")
     _favicon(out / "favicon.ico")
-    (out / "_static" / DEFAULTS_JS).write_text(defaults_script(), encoding="utf-8")
     target = out / "_static" / "thebe"
     if target.exists():
         shutil.rmtree(target)
@@ -232,6 +231,15 @@ def defaults_script() -> str:
     values = dict(DEFAULTS.for_pages(), jupyterToken=JUPYTER.DEFAULT_TOKEN)
     return ("/* Written by book/_ext/course_run.py from autograder/defaults.py at each build. */\n"
             f"window.COURSE_DEFAULTS = {json.dumps(values, sort_keys=True)};\n")
+
+
+def write_defaults(app: Sphinx) -> None:
+    """Write ``_static/course-defaults.js`` before any page, so each page's ``?v=``
+    checksum is of this build's copy."""
+    if app.builder.format == "html":
+        static = Path(app.outdir) / "_static"
+        static.mkdir(parents=True, exist_ok=True)
+        (static / DEFAULTS_JS).write_text(defaults_script(), encoding="utf-8")
 
 
 def _favicon(path: Path) -> None:
@@ -266,6 +274,7 @@ def check_thebe(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", check_thebe)
+    app.connect("builder-inited", write_defaults)
     app.connect("env-get-outdated", static_changed)
     app.connect("html-page-context", add_run_bar)
     app.connect("doctree-resolved", drop_sphinx_thebe_config, priority=900)
