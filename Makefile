@@ -8,9 +8,12 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-PORT   ?= 8000
-HOST   ?= 127.0.0.1
-JUPYTER_PORT ?= 8888
+# Defaults come from autograder/defaults.py (standard library only, so the system
+# Python reads it before .venv exists); PORT=9000 make serve overrides one.
+default = $(shell $(PYTHON) -m autograder.defaults $(1))
+PORT   ?= $(call default,PORT)
+HOST   ?= $(call default,HOST)
+JUPYTER_PORT ?= $(call default,JUPYTER_PORT)
 GRADESCOPE_OUT ?= _build/gradescope
 # Visibility of the hidden tests' results on Gradescope: visible or after_published.
 GRADESCOPE_VISIBILITY ?= visible
@@ -36,7 +39,7 @@ $(VENV)/.installed: requirements.txt
 release: venv
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
 	@cd exercises && for a in $(ASSIGNMENTS); do \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" nbgrader generate_assignment "$$a" --force --log-level=ERROR || exit 1; done
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(call default,RELEASE) "$$a" || exit 1; done
 
 book: release $(NODE_DEPS)
 	@mkdir -p _build/logs
@@ -47,7 +50,7 @@ book: release $(NODE_DEPS)
 	@# The build's own output goes to the log (its closing "paste this line into your
 	@# browser: file://..." names a copy of the site that cannot reach the grader);
 	@# on failure its end is shown.
-	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/jupyter-book build . --warningiserror --nitpick --keep-going --builder html \
+	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/$(call default,SITE_BUILD) \
 	  > _build/logs/book.log 2>&1 || { tail -n 40 _build/logs/book.log; echo "==> the site build failed: _build/logs/book.log"; exit 1; }
 	@echo "==> site built in _build/html (make serve serves it with the course's servers)"
 	@$(BIN)/python scripts/jupyter_local.py workspace

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
 
-from autograder import pipeline, results, sandbox, submission
+from autograder import defaults, pipeline, results, sandbox, submission
 
 
 def parse(argv):
@@ -27,8 +27,10 @@ def parse(argv):
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
     p.add_argument("--exercise", choices=submission.EXERCISES, help="default: from the path")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per submission (default 60)")
-    p.add_argument("--memory-mib", type=int, default=4096, help="address-space limit per submission")
+    p.add_argument("--timeout", type=float, default=defaults.CLI_TIMEOUT_S,
+                   help=f"seconds per submission (default {defaults.CLI_TIMEOUT_S:g})")
+    p.add_argument("--memory-mib", type=int, default=defaults.MEMORY_MIB,
+                   help=f"address-space limit per submission, in MiB (default {defaults.MEMORY_MIB})")
     p.add_argument("--force", action="store_true", help="regrade even unchanged submissions")
     return p.parse_args(argv)
 

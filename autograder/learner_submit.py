@@ -15,9 +15,9 @@ cell started (the output it prints makes JupyterLab's notebook unsaved, and the
 course JupyterLab autosaves every few seconds: scripts/jupyter_local.py), and
 asks for Ctrl-S if no save comes; without one it refuses, saying why.
 
-Settings (environment of the kernel): ``GRADER_URL`` (default
-http://127.0.0.1:8001), ``GRADER_LEARNER`` (make serve sets it to its one learner;
-else ``JUPYTERHUB_USER``, else the operating-system user). On the course hub
+Settings (environment of the kernel): ``GRADER_URL`` (default make serve's address,
+:func:`autograder.defaults.grader_url`), ``GRADER_LEARNER`` (make serve sets it to its
+one learner; else ``JUPYTERHUB_USER``, else the operating-system user). On the course hub
 (``make hub``) the learner's server has ``JUPYTERHUB_API_TOKEN``: every request
 carries it, and the service takes the learner from the hub, not from the body.
 """
@@ -30,7 +30,10 @@ import time
 import urllib.error
 import urllib.request
 
-DEFAULT_URL = "http://127.0.0.1:8001"
+# Under make hub this module and defaults.py are copied into the learner's home
+# (deploy/hub/learner_home.py) as a package of their own: import nothing else.
+from autograder import defaults
+
 ASK_AFTER_S = 6      # then ask for Ctrl-S (the course JupyterLab autosaves every 2 s)
 SAVE_WAIT_S = 180    # then refuse
 POLL_S = 600         # grading answers within seconds; stop polling after this
@@ -110,7 +113,7 @@ def submit(exercise: str) -> None:
         notebook = json.load(handle)
     saved = time.strftime("%H:%M:%S", time.localtime(os.path.getmtime(path)))
     print(f"Sent the version saved at {saved}, after you ran this cell.", flush=True)
-    url = os.environ.get("GRADER_URL", DEFAULT_URL).rstrip("/")
+    url = (os.environ.get("GRADER_URL") or defaults.grader_url()).rstrip("/")
     body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
     sent = _call(urllib.request.Request(url + "/api/submissions", data=body,
                                         headers={"Content-Type": "application/json",

@@ -26,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO))
+from autograder.defaults import release_argv, site_build_argv  # noqa: E402
 from tests.grading.helpers import SAMPLES, with_answer  # noqa: E402
 
 EQUIVALENT = ["reference", "lambda_helper", "partial_decorator", "donate_argnames", "jnp_add",
@@ -53,8 +54,7 @@ def make_course(tmp, size):
     course.mkdir()
     shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)
     shutil.copytree(REPO / "exercises" / "source", course / "source")
-    timed([BIN / "nbgrader", "generate_assignment", "update_with_donate", "--log-level=ERROR"],
-          cwd=course)
+    timed(release_argv("update_with_donate", BIN), cwd=course)
     release = json.loads((course / "release" / "update_with_donate" / "update_with_donate.ipynb")
                          .read_text())
     for i in range(size):
@@ -108,7 +108,7 @@ def site_builds(tmp):
     if (REPO / "node_modules").is_dir():
         shutil.copytree(REPO / "node_modules", copy / "node_modules", symlinks=True)
     shutil.copytree(REPO / "exercises" / "release", copy / "exercises" / "release")
-    build = [BIN / "jupyter-book", "build", ".", "--warningiserror", "--keep-going"]
+    build = site_build_argv(BIN)  # make book's strict build
     results = {}
     for label in ("clean", "unchanged", "one lesson changed"):
         if label == "one lesson changed":

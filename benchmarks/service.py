@@ -34,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO))
+from autograder.defaults import release_argv  # noqa: E402
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer  # noqa: E402
 from tests.service.conftest import free_port, read_rows  # noqa: E402
 from tests.service.postgres import Cluster  # noqa: E402
@@ -58,8 +59,7 @@ def course_in(tmp, db):
     course.mkdir()
     shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)
     shutil.copytree(REPO / "exercises" / "source", course / "source")
-    subprocess.run([BIN / "nbgrader", "generate_assignment", EXERCISE, "--db", db,
-                    "--log-level=ERROR"], cwd=course, env=ENV, check=True)
+    subprocess.run([*release_argv(EXERCISE, BIN), "--db", db], cwd=course, env=ENV, check=True)
     return course
 
 

@@ -57,8 +57,6 @@ SITE_NOTEBOOKS = BUILD / "html" / "_notebooks" / "lessons"
 RELEASE = REPO / "exercises" / "release"
 MANIFEST = ".course-generated.json"
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8888
 DEFAULT_TOKEN = ""  # none baked into the site: make serve makes a random one
 
 # Learners see nbgrader's assignment list and Validate button, not the instructor tools.
@@ -116,9 +114,12 @@ def token() -> str:
 
 def site_query(port: int | str, token: str) -> str:
     """What the site URL carries so its pages find the learner JupyterLab: its token,
-    and its address when the port is not the default."""
+    and its address when the port is not the pages' default (``autograder.defaults``,
+    importable from the repository only: make serve's side, not a learner's home)."""
+    from autograder.defaults import JUPYTER_PORT
+
     params = []
-    if str(port) != str(DEFAULT_PORT):
+    if str(port) != str(JUPYTER_PORT):
         params.append("jupyter=" + quote(f"http://127.0.0.1:{port}", safe=""))
     params.append("token=" + quote(token, safe=""))
     return "?" + "&".join(params)
@@ -210,11 +211,14 @@ def server_command(port: int | str, site_origin: str, token: str,
 
 
 def main(argv=None) -> int:
+    sys.path.insert(0, str(REPO))  # run from the repository (make book, make serve)
+    from autograder.defaults import setting, site_origin
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("workspace", help="(re)generate _build/workspace from the built site and exercises/release")
     serve = sub.add_parser("serve", help="run the learner JupyterLab (what make serve starts)")
-    serve.add_argument("--port", default=os.environ.get("JUPYTER_PORT", str(DEFAULT_PORT)))
+    serve.add_argument("--port", default=setting("JUPYTER_PORT"))
     serve.add_argument("--site-origin", default=None,
                        help="origin of the course site (default http://$HOST:$PORT)")
     args = parser.parse_args(argv)
@@ -224,7 +228,7 @@ def main(argv=None) -> int:
         return 0
     if not (WORKSPACE / "lessons").is_dir():
         build_workspace()
-    origin = args.site_origin or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+    origin = args.site_origin or site_origin()
     chosen = token()
     if not os.environ.get("JUPYTER_TOKEN"):  # run alone, not by make serve: say which token
         print(f"==> learner JupyterLab: {lab_url('127.0.0.1', args.port, chosen)}", flush=True)

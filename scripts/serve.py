@@ -6,9 +6,9 @@ once every server answers, and stays quiet afterwards unless a server stops (the
 the end of its log is shown and the others are stopped too, so a half-running
 course never lingers).
 
-Ports come from the environment: PORT (site, default 8000), GRADER_PORT
-(grading service, default 8001; see autograder/SERVICE.md for its settings),
-JUPYTER_PORT (learner JupyterLab, default 8888; see scripts/jupyter_local.py).
+Ports come from the environment, defaults from autograder/defaults.py: PORT
+(site), GRADER_PORT (grading service; see autograder/SERVICE.md for its settings),
+JUPYTER_PORT (learner JupyterLab; see scripts/jupyter_local.py), and HOST.
 """
 from __future__ import annotations
 
@@ -27,10 +27,13 @@ from urllib.parse import quote
 import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from autograder import defaults  # noqa: E402 (the course's one set of defaults)
+from autograder.defaults import GRADER_PORT, setting  # noqa: E402
+
 LOGS = REPO / "_build" / "logs"
-HOST = os.environ.get("HOST", "127.0.0.1")
+HOST = setting("HOST")
 LANDING = "book/intro.html"
-DEFAULT_GRADER_PORT = "8001"  # also the default of book/_static/grader.js and the submit cells
 READY_S = 600  # give-up time for a server to answer (JupyterLab's first start is slow on a busy machine)
 
 
@@ -48,12 +51,12 @@ def _stop(signum, _frame):
 
 
 def grader_port():
-    return os.environ.get("GRADER_PORT", DEFAULT_GRADER_PORT)
+    return setting("GRADER_PORT")
 
 
 def grader_url():
     """The grading service's address, as the pages and notebooks need it."""
-    return f"http://{HOST}:{grader_port()}"
+    return defaults.grader_url(HOST)
 
 
 def learner_id() -> str:
@@ -68,18 +71,16 @@ def site_url(token: str, learner: str) -> str:
     """The landing page itself, not the root: the root's meta-refresh drops the
     query string that hands the pages the JupyterLab token, the learner id and a
     moved grading service."""
-    site_port = os.environ.get("PORT", "8000")
-    jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
+    site_port, jupyter_port = setting("PORT"), setting("JUPYTER_PORT")
     query = jupyter_local.site_query(jupyter_port, token) + "&learner=" + quote(learner, safe="")
-    if grader_port() != DEFAULT_GRADER_PORT:
+    if grader_port() != str(GRADER_PORT):  # the pages' default (window.COURSE_DEFAULTS)
         query += "&grader=" + quote(grader_url(), safe="")
     return f"http://{HOST}:{site_port}/{LANDING}" + query
 
 
 def services(token: str, learner: str) -> list[Server]:
     """Every server ``make serve`` runs; JupyterLab gets ``token`` (and only it)."""
-    site_port = os.environ.get("PORT", "8000")
-    jupyter_port = os.environ.get("JUPYTER_PORT", str(jupyter_local.DEFAULT_PORT))
+    site_port, jupyter_port = setting("PORT"), setting("JUPYTER_PORT")
     base = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
     lab = f"http://127.0.0.1:{jupyter_port}"
     return [

@@ -1,4 +1,5 @@
-"""Shared fixtures: paths and a released copy of the nbgrader course."""
+"""Shared fixtures and commands: paths, nbgrader and the grader's command line as the
+README runs them, and a released copy of the nbgrader course."""
 import os
 import shutil
 import subprocess
@@ -6,6 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from autograder.defaults import release_argv
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -22,14 +25,39 @@ def nbgrader_env():
     return env
 
 
+def quiet(args):
+    """``--log-level=ERROR`` unless ``args`` set a level (nbgrader refuses two)."""
+    return [] if any(a.startswith("--log-level") for a in args) else ["--log-level=ERROR"]
+
+
 def nbgrader(course, *args):
     """Run ``nbgrader ARGS`` as the README does, from ``exercises/`` (so its
     nbgrader_config.py is the one loaded), on the course files in ``course``
     (``--CourseDirectory.root``: tests never write into ``exercises/``).
     Returns the CompletedProcess (checked)."""
     return subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}",
-                           "--log-level=ERROR"], cwd=REPO / "exercises",
+                           *quiet(args)], cwd=REPO / "exercises",
                           env=nbgrader_env(), check=True, capture_output=True, text=True)
+
+
+def release(course, assignment, *extra):
+    """``make release``'s nbgrader command (:func:`autograder.defaults.release_argv`)
+    for ``assignment`` in ``course``, through :func:`nbgrader`."""
+    return nbgrader(course, *release_argv(assignment)[1:], *extra)
+
+
+def grader_cli(*args, cwd=REPO, env=None, timeout=600, wait=True):
+    """``python -m autograder ARGS`` as the README runs it: from the repository's root,
+    in the README's environment (:func:`nbgrader_env`, plus ``env``). Returns the
+    CompletedProcess (text output captured, not checked), or with ``wait=False`` the
+    running Popen (stdout and stderr piped)."""
+    argv = [sys.executable, "-m", "autograder", *map(str, args)]
+    environment = dict(nbgrader_env(), **(env or {}))
+    if not wait:
+        return subprocess.Popen(argv, cwd=cwd, env=environment, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    return subprocess.run(argv, cwd=cwd, env=environment, capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def copy_course(course, target):
@@ -49,5 +77,5 @@ def released_course(tmp_path_factory):
     shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
     shutil.copytree(REPO / "exercises" / "source", course / "source")
     for assignment in EXERCISES:
-        nbgrader(course, "generate_assignment", assignment)
+        release(course, assignment)
     return course

@@ -17,6 +17,7 @@ import json
 import socket
 from dataclasses import asdict, dataclass
 
+from autograder import defaults
 from autograder.sandbox.uids import Lease
 
 
@@ -30,8 +31,8 @@ class Limits:
     ``file_mib``, MiB of any file it writes.
     """
 
-    seconds: float = 60.0
-    memory_mib: int = 4096
+    seconds: float = defaults.CLI_TIMEOUT_S
+    memory_mib: int = defaults.MEMORY_MIB
     processes: int = 512  # threads count too: XLA's CPU client starts dozens
     file_mib: int = 64
 

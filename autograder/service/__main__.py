@@ -1,7 +1,7 @@
 """Run the grading service: ``python -m autograder.service [options]``.
 
 Every option has an environment variable (shown in ``--help``); ``make serve``
-starts it with the defaults on http://127.0.0.1:8001: the HTTP API and
+starts it with the defaults (:mod:`autograder.defaults`) on http://HOST:GRADER_PORT: the HTTP API and
 ``GRADER_JOBS`` grading threads in one process. ``--jobs 0`` runs the API
 alone, for deployments whose grading runs in ``python -m autograder.service.worker``
 processes elsewhere (several API processes can share one PostgreSQL database).
@@ -13,42 +13,48 @@ import sys
 
 import tornado.httpserver
 
+from autograder import defaults
 from autograder.service import config
 from autograder.service.app import Settings, make_app
 from autograder.service.store import Caps
 
 env = config.env
+setting = defaults.setting
 
 
 def parse(argv):
-    site = env("PORT", "8000")
-    host = env("GRADER_HOST", env("HOST", "127.0.0.1"))
+    site = setting("PORT")
+    host = env("GRADER_HOST", setting("HOST"))
     p = config.parser("python -m autograder.service", "The course's grading service (HTTP API).")
-    p.add_argument("--host", default=host, help="GRADER_HOST (default HOST or 127.0.0.1)")
-    p.add_argument("--port", type=int, default=int(env("GRADER_PORT", "8001")),
-                   help="GRADER_PORT (default 8001)")
+    p.add_argument("--host", default=host, help=f"GRADER_HOST (default HOST or {defaults.HOST})")
+    p.add_argument("--port", type=int, default=int(setting("GRADER_PORT")),
+                   help=f"GRADER_PORT (default {defaults.GRADER_PORT})")
     p.add_argument("--origins", default=env(
         "GRADER_ORIGINS", f"http://{host}:{site},http://127.0.0.1:{site},http://localhost:{site}"),
                    help="GRADER_ORIGINS: comma-separated origins allowed by CORS "
                         "(default: the course site on PORT)")
-    p.add_argument("--max-bytes", type=int, default=int(env("GRADER_MAX_BYTES", str(5 * 2**20))),
-                   help="GRADER_MAX_BYTES: largest request accepted (default 5 MiB)")
-    p.add_argument("--rate", default=env("GRADER_RATE", "10/60"),
-                   help="GRADER_RATE: submissions per learner per seconds, N/S (default 10/60)")
-    p.add_argument("--max-per-learner", type=int, default=int(env("GRADER_MAX_PER_LEARNER", "3")),
-                   help="GRADER_MAX_PER_LEARNER: a learner's submissions waiting (default 3)")
-    p.add_argument("--max-per-client", type=int, default=int(env("GRADER_MAX_PER_CLIENT", "20")),
-                   help="GRADER_MAX_PER_CLIENT: submissions waiting from one client address "
-                        "(default 20; 0 = no cap, e.g. behind a proxy where every request "
-                        "has the proxy's address)")
-    p.add_argument("--max-queue", type=int, default=int(env("GRADER_MAX_QUEUE", "1000")),
-                   help="GRADER_MAX_QUEUE: submissions waiting before new ones get 503")
-    p.add_argument("--header-timeout", type=float,
-                   default=float(env("GRADER_HEADER_TIMEOUT", "10")),
-                   help="GRADER_HEADER_TIMEOUT: seconds to send a request's headers, and "
-                        "that an idle connection is kept (default 10)")
-    p.add_argument("--body-timeout", type=float, default=float(env("GRADER_BODY_TIMEOUT", "60")),
-                   help="GRADER_BODY_TIMEOUT: seconds to send a request's body (default 60)")
+    p.add_argument("--max-bytes", type=int, default=int(setting("GRADER_MAX_BYTES")),
+                   help=f"GRADER_MAX_BYTES: largest request accepted, in bytes "
+                        f"(default {defaults.MAX_BYTES})")
+    p.add_argument("--rate", default=setting("GRADER_RATE"),
+                   help=f"GRADER_RATE: submissions per learner per seconds, N/S "
+                        f"(default {defaults.ENVIRONMENT['GRADER_RATE']})")
+    p.add_argument("--max-per-learner", type=int, default=int(setting("GRADER_MAX_PER_LEARNER")),
+                   help=f"GRADER_MAX_PER_LEARNER: a learner's submissions waiting "
+                        f"(default {defaults.MAX_PER_LEARNER})")
+    p.add_argument("--max-per-client", type=int, default=int(setting("GRADER_MAX_PER_CLIENT")),
+                   help=f"GRADER_MAX_PER_CLIENT: submissions waiting from one client address "
+                        f"(default {defaults.MAX_PER_CLIENT}; 0 = no cap, e.g. behind a proxy "
+                        f"where every request has the proxy's address)")
+    p.add_argument("--max-queue", type=int, default=int(setting("GRADER_MAX_QUEUE")),
+                   help=f"GRADER_MAX_QUEUE: submissions waiting before new ones get 503 "
+                        f"(default {defaults.MAX_QUEUE})")
+    p.add_argument("--header-timeout", type=float, default=float(setting("GRADER_HEADER_TIMEOUT")),
+                   help=f"GRADER_HEADER_TIMEOUT: seconds to send a request's headers, and "
+                        f"that an idle connection is kept (default {defaults.HEADER_TIMEOUT_S:g})")
+    p.add_argument("--body-timeout", type=float, default=float(setting("GRADER_BODY_TIMEOUT")),
+                   help=f"GRADER_BODY_TIMEOUT: seconds to send a request's body "
+                        f"(default {defaults.BODY_TIMEOUT_S:g})")
     config.add_grading_options(p, os.cpu_count() or 1)
     p.add_argument("--auth", choices=("none", "hub"), default=env("GRADER_AUTH", "none"),
                    help="GRADER_AUTH: 'hub' when JupyterHub runs the service (make hub): "
@@ -79,6 +85,7 @@ def main(argv=None):
         identity = HubIdentity()
     settings = Settings(identity=identity, prefix=identity.prefix if identity else "/",
                         max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
+                        memory_mib=args.memory_mib, address=f"http://{args.host}:{args.port}",
                         origins=tuple(o.strip().rstrip("/") for o in args.origins.split(",")
                                       if o.strip()))
 

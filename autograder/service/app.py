@@ -1,7 +1,9 @@
 """The HTTP API of the grading service (see ``autograder/SERVICE.md``).
 
 ``POST /api/submissions`` stores a submission and answers its id;
-``GET /api/submissions/<id>`` answers its status and, when done, its result.
+``GET /api/submissions/<id>`` answers its status and, when done, its result;
+``GET /api/config`` answers the service's own address and limits (no secrets,
+no sign-in needed).
 Requests are checked before anything is stored: size, JSON (and its nesting
 depth), exercise, learner, then the queue's caps (rate, newest-wins
 replacement, waiting per learner, per client address, in all), all in one
@@ -30,10 +32,10 @@ from dataclasses import dataclass, field
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import submission
+from autograder import defaults, submission
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
-LEARNER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+LEARNER = re.compile(defaults.LEARNER_PATTERN)
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 MAX_DEPTH = 64  # JSON nesting levels; a notebook needs about 6
 log = logging.getLogger("autograder.service")
@@ -43,11 +45,13 @@ log = logging.getLogger("autograder.service")
 class Settings:
     """What the API enforces; see ``python -m autograder.service --help``."""
 
-    max_bytes: int = 5 * 2**20
+    max_bytes: int = defaults.MAX_BYTES
     caps: Caps = field(default_factory=Caps)
     origins: tuple = field(default_factory=tuple)
     exercises: tuple = submission.EXERCISES
-    timeout: float = 20.0  # the workers' per-submission limit (s), for wait estimates
+    timeout: float = defaults.SERVICE_TIMEOUT_S  # the workers' per-submission limit (s), for wait estimates
+    memory_mib: int = defaults.MEMORY_MIB  # the workers' address-space limit per submission
+    address: str = ""  # where this service listens, http://host:port (GET /api/config)
     identity: object = None  # None: the learner is who the request says (make serve)
     prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
 
@@ -154,6 +158,13 @@ class Base(tornado.web.RequestHandler):
         return math.ceil(math.ceil(position / slots) * per + per)
 
 
+def is_learner_id(value):
+    """True for a learner id the service accepts (``defaults.LEARNER_PATTERN``, all of
+    ``value``: ``re``'s ``$`` alone would let a trailing newline through, unlike the
+    pages' ``RegExp``)."""
+    return isinstance(value, str) and LEARNER.fullmatch(value) is not None
+
+
 def _depth_exceeds(value, limit):
     """Whether ``value`` (parsed JSON) nests deeper than ``limit`` (iterative: no recursion)."""
     stack = [(value, 1)]
@@ -235,7 +246,7 @@ class Submissions(Base):
         if self.person:  # under the hub: who signed in, whatever the body says
             return self.person.name
         learner = body.get("learner")
-        if not isinstance(learner, str) or not LEARNER.match(learner):
+        if not is_learner_id(learner):
             raise Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
                           "letters, digits and . _ @ - (starting with a letter or digit)")
         return learner
@@ -374,6 +385,28 @@ class Health(Base):
         self.send(200 if answer["ok"] else 503, answer)
 
 
+class Config(Base):
+    """``GET /api/config``: the address and limits this service runs with.
+
+    Open to all, like the health check: it holds nothing secret (no database URL,
+    no token), only what a learner's client may plan around. Under the hub the
+    ``address`` is where the proxy reaches the service; learners use ``prefix``.
+    """
+
+    open_to_all = True
+
+    def get(self):
+        s = self.settings_
+        self.send(200, {
+            "address": s.address, "prefix": s.prefix, "auth": "hub" if s.identity else "none",
+            "exercises": list(s.exercises), "learner_pattern": defaults.LEARNER_PATTERN,
+            "origins": list(s.origins),
+            "limits": {"max_bytes": s.max_bytes, "timeout_s": s.timeout, "memory_mib": s.memory_mib,
+                       "rate": {"count": s.caps.rate_count, "seconds": s.caps.rate_seconds},
+                       "max_per_learner": s.caps.per_learner, "max_per_client": s.caps.per_client,
+                       "max_queue": s.caps.max_queue}})
+
+
 class NotFound(Base):
     open_to_all = True
 
@@ -394,6 +427,7 @@ def make_app(store, workers, settings):
         (p + r"api/submissions/?", Submissions),
         (p + r"api/submissions/([^/]+)", Submission),
         (p + r"api/health", Health),
+        (p + r"api/config", Config),
         *extra,
         (r".*", NotFound),
     ], default_handler_class=NotFound, store=store, workers=workers, api=settings,

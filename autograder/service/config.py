@@ -13,12 +13,9 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from autograder import defaults
+
 REPO = Path(__file__).resolve().parents[2]
-# Seconds per submission in the sandbox. A correct exercise needs about 2 s
-# (0.9 s on a quiet machine, benchmarks/README.md); 20 s leaves room for a
-# machine loaded several times over, while a notebook that never ends holds
-# its slot for 20 s, not a minute.
-TIMEOUT = 20.0
 log = logging.getLogger("autograder.service")
 
 
@@ -42,18 +39,20 @@ def parser(prog, description):
 def add_grading_options(p, jobs_default):
     p.add_argument("--jobs", type=int, default=int(env("GRADER_JOBS", str(jobs_default))),
                    help="GRADER_JOBS: submissions graded in parallel by this process")
-    p.add_argument("--slot-base", type=int, default=int(env("GRADER_SLOT_BASE", "100")),
-                   help="GRADER_SLOT_BASE: first sandbox slot (uid 61000+slot when root); "
-                        "keep it apart from other graders on the machine (default 100)")
-    p.add_argument("--timeout", type=float, default=float(env("GRADER_TIMEOUT", str(TIMEOUT))),
+    p.add_argument("--slot-base", type=int, default=int(defaults.setting("GRADER_SLOT_BASE")),
+                   help=f"GRADER_SLOT_BASE: first sandbox slot (uid 61000+slot when root); "
+                        f"keep it apart from other graders on the machine "
+                        f"(default {defaults.SLOT_BASE})")
+    p.add_argument("--timeout", type=float, default=float(defaults.setting("GRADER_TIMEOUT")),
                    help=f"GRADER_TIMEOUT: seconds per submission in the sandbox "
-                        f"(default {TIMEOUT:g})")
-    p.add_argument("--memory-mib", type=int, default=int(env("GRADER_MEMORY_MIB", "4096")),
-                   help="GRADER_MEMORY_MIB: address-space limit per submission")
-    p.add_argument("--lease", type=float, default=float(env("GRADER_LEASE", "30")),
-                   help="GRADER_LEASE: seconds a claimed submission stays with its worker "
-                        "without renewal (renewed every third); after that another worker "
-                        "grades it (default 30)")
+                        f"(default {defaults.SERVICE_TIMEOUT_S:g})")
+    p.add_argument("--memory-mib", type=int, default=int(defaults.setting("GRADER_MEMORY_MIB")),
+                   help=f"GRADER_MEMORY_MIB: address-space limit per submission, in MiB "
+                        f"(default {defaults.MEMORY_MIB})")
+    p.add_argument("--lease", type=float, default=float(defaults.setting("GRADER_LEASE")),
+                   help=f"GRADER_LEASE: seconds a claimed submission stays with its worker "
+                        f"without renewal (renewed every third); after that another worker "
+                        f"grades it (default {defaults.LEASE_S:g})")
 
 
 def setup_logging():

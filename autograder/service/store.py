@@ -42,6 +42,8 @@ from sqlalchemy import (Column, Float, Index, Integer, LargeBinary, MetaData, St
                         and_, create_engine, event, func, inspect, or_, select, text, update)
 from sqlalchemy.engine import make_url
 
+from autograder import defaults
+
 metadata = MetaData()
 submissions = Table(
     "submissions", metadata,
@@ -148,11 +150,11 @@ class Refusal(Exception):
 class Caps:
     """Admission limits; 0 disables a cap."""
 
-    rate_count: int = 10
-    rate_seconds: float = 60.0
-    per_learner: int = 3
-    per_client: int = 20
-    max_queue: int = 1000
+    rate_count: int = defaults.RATE_COUNT
+    rate_seconds: float = defaults.RATE_SECONDS
+    per_learner: int = defaults.MAX_PER_LEARNER
+    per_client: int = defaults.MAX_PER_CLIENT
+    max_queue: int = defaults.MAX_QUEUE
 
 
 def process_name():

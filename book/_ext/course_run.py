@@ -15,10 +15,13 @@ gets an "Open in JupyterLab" link to that notebook in the learner workspace.
 
 thebe is served from the site: ``node_modules/thebe/lib`` (installed from the npm
 registry by ``npm ci``, see package.json) is copied to ``_static/thebe/``, so no
-page loads anything from the internet. The JupyterLab address and token defaults
-come from ``scripts/jupyter_local.py`` (the server ``make serve`` runs);
-``book/_static/course-run.js`` lets a page override them with ``?jupyter=`` and
-``?token=``.
+page loads anything from the internet.
+
+The pages' defaults (the ports of JupyterLab and the grading service, the
+learner-id pattern) come from ``autograder/defaults.py``: each build writes them
+to ``_static/course-defaults.js`` as ``window.COURSE_DEFAULTS``, read by
+``course-run.js`` and ``grader.js``, so no script repeats a value. A page
+overrides the addresses with ``?jupyter=``, ``?token=`` and ``?grader=``.
 """
 
 from __future__ import annotations
@@ -42,16 +45,18 @@ LANDING = "book/intro"
 LESSON_PREFIX = "book/lessons/"
 EXERCISE_PREFIX = "book/exercises/"
 NOTEBOOK_DIR = "_notebooks/lessons"
+DEFAULTS_JS = "course-defaults.js"  # written into the site's _static/ by write_defaults
 
 
-def _jupyter_local():
-    spec = importlib.util.spec_from_file_location("_course_jupyter_local", REPO / "scripts" / "jupyter_local.py")
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-JUPYTER = _jupyter_local()
+JUPYTER = _load("_course_jupyter_local", REPO / "scripts" / "jupyter_local.py")
+DEFAULTS = _load("_course_defaults", REPO / "autograder" / "defaults.py")  # standard library only
 
 
 def _rel(pagename: str, target: str) -> str:
@@ -61,7 +66,7 @@ def _rel(pagename: str, target: str) -> str:
 
 
 def _lab_link(path: str, label: str) -> str:
-    href = JUPYTER.lab_url(JUPYTER.DEFAULT_HOST, JUPYTER.DEFAULT_PORT, JUPYTER.DEFAULT_TOKEN, path)
+    href = JUPYTER.lab_url(DEFAULTS.HOST, DEFAULTS.JUPYTER_PORT, JUPYTER.DEFAULT_TOKEN, path)
     return (f'<a class="course-run-lab" href="{html.escape(href)}" data-lab-path="{html.escape(path)}" '
             f'target="_blank" rel="noopener">{html.escape(label)}</a>')
 
@@ -221,6 +226,22 @@ def write_outputs(app: Sphinx, exception) -> None:
     shutil.copytree(THEBE_LIB, target, ignore=shutil.ignore_patterns("*.map", "types", "*.d.ts", "*.txt"))
 
 
+def defaults_script() -> str:
+    """``_static/course-defaults.js``: the pages' defaults, from autograder/defaults.py."""
+    values = dict(DEFAULTS.for_pages(), jupyterToken=JUPYTER.DEFAULT_TOKEN)
+    return ("/* Written by book/_ext/course_run.py from autograder/defaults.py at each build. */\n"
+            f"window.COURSE_DEFAULTS = {json.dumps(values, sort_keys=True)};\n")
+
+
+def write_defaults(app: Sphinx) -> None:
+    """Write ``_static/course-defaults.js`` before any page, so each page's ``?v=``
+    checksum is of this build's copy."""
+    if app.builder.format == "html":
+        static = Path(app.outdir) / "_static"
+        static.mkdir(parents=True, exist_ok=True)
+        (static / DEFAULTS_JS).write_text(defaults_script(), encoding="utf-8")
+
+
 def _favicon(path: Path) -> None:
     """A small icon at the site root: browsers ask for /favicon.ico (e.g. on the redirect page)."""
     from PIL import Image, ImageDraw
@@ -253,13 +274,13 @@ def check_thebe(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", check_thebe)
+    app.connect("builder-inited", write_defaults)
     app.connect("env-get-outdated", static_changed)
     app.connect("html-page-context", add_run_bar)
     app.connect("doctree-resolved", drop_sphinx_thebe_config, priority=900)
     app.connect("doctree-resolved", clean_warnings)
     app.connect("build-finished", write_outputs)
-    defaults = {"host": JUPYTER.DEFAULT_HOST, "port": JUPYTER.DEFAULT_PORT, "token": JUPYTER.DEFAULT_TOKEN}
-    app.add_js_file(None, body=f"window.COURSE_JUPYTER = {json.dumps(defaults)};")
+    app.add_js_file(DEFAULTS_JS)  # not deferred: the deferred scripts below read it
     app.add_js_file("course-run.js", defer="defer")
     app.add_js_file("grader.js", defer="defer")  # acts only on pages with a submit form
     app.add_css_file("course-run.css")

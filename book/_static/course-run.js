@@ -6,7 +6,8 @@
  * thebe is loaded from this site (_static/thebe/, installed from the npm registry
  * at build time) only when the button is pressed; nothing comes from elsewhere.
  *
- * JupyterLab's address is http://<this host>:8888 unless the page URL says
+ * JupyterLab's address is http://<this host>:<its default port> (window.COURSE_DEFAULTS,
+ * _static/course-defaults.js, written by the site build) unless the page URL says
  * ?jupyter=<url>; its token (random for every `make serve`) comes in the site URL
  * that `make serve` prints, ?token=<token>. Both are remembered in this site's
  * localStorage, so every page and every new tab of the site has them.
@@ -20,7 +21,7 @@
  */
 (function () {
   "use strict";
-  var DEFAULTS = window.COURSE_JUPYTER || { port: 8888, token: "" };
+  var DEFAULTS = window.COURSE_DEFAULTS;
   var SCRIPT = document.currentScript && document.currentScript.src;
   var STATIC = SCRIPT ? SCRIPT.replace(/[^/]*(\?.*)?$/, "") : "_static/";
 
@@ -101,9 +102,9 @@
     });
   }
 
-  var host = window.location.hostname || DEFAULTS.host || "127.0.0.1";
-  var BASE = setting("jupyter", "http://" + host + ":" + DEFAULTS.port).replace(/\/+$/, "");
-  var TOKEN = setting("token", DEFAULTS.token);
+  var host = window.location.hostname || DEFAULTS.host;
+  var BASE = setting("jupyter", "http://" + host + ":" + DEFAULTS.jupyterPort).replace(/\/+$/, "");
+  var TOKEN = setting("token", DEFAULTS.jupyterToken);
 
   function labUrl(path) {
     if (HUB) return HUB_PREFIX + "hub/user-redirect/lab/tree/" + path.split("/").map(encodeURIComponent).join("/");

@@ -4,10 +4,11 @@
  * (see book/exercises/*.md) gets a file picker and a button, and a learner-id
  * field unless a site URL named the learner (?learner=<id>, which make serve's
  * printed URL carries for its one learner; remembered like the service URL).
- * The service URL is http://<this host>:8001 unless a site URL said
- * ?grader=<url> (make serve prints one when GRADER_PORT is not 8001; it is
- * remembered in localStorage like the JupyterLab address, so every page has it)
- * or the block has data-grader-url. Nothing here loads anything from elsewhere.
+ * The service URL is http://<this host>:<its default port> (window.COURSE_DEFAULTS,
+ * _static/course-defaults.js, written by the site build from autograder/defaults.py)
+ * unless a site URL said ?grader=<url> (make serve prints one when GRADER_PORT is
+ * not the default; it is remembered in localStorage like the JupyterLab address,
+ * so every page has it) or the block has data-grader-url. Nothing here loads anything from elsewhere.
  *
  * Under `make hub` (window.courseHub, from course-run.js) there is no learner
  * field: the service is the hub's /services/grader, every request carries the
@@ -16,7 +17,8 @@
  */
 (function () {
   "use strict";
-  var LEARNER = /^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$/;
+  var DEFAULTS = window.COURSE_DEFAULTS;
+  var LEARNER = new RegExp(DEFAULTS.learnerPattern); // the service's own rule
 
   // Remembered on every page of the site, so the URL make serve prints (which
   // opens the home page) carries them to the exercise pages.
@@ -36,8 +38,8 @@
 
   function serviceUrl(root) {
     if (window.courseHub) return window.location.origin + window.location.pathname.split("services/course/")[0] + "services/grader";
-    var host = window.location.hostname || "127.0.0.1";
-    var url = GIVEN || root.getAttribute("data-grader-url") || ("http://" + host + ":8001");
+    var host = window.location.hostname || DEFAULTS.host;
+    var url = GIVEN || root.getAttribute("data-grader-url") || ("http://" + host + ":" + DEFAULTS.graderPort);
     return url.replace(/\/+$/, "");
   }
 

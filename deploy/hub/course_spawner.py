@@ -39,9 +39,12 @@ REPO = HERE.parents[1]
 SCRIPTS = REPO / "scripts"
 LESSONS = REPO / "_build" / "html" / "_notebooks" / "lessons"
 RELEASE = REPO / "exercises" / "release"
-# The notebooks' submit cell imports it; the repository is hidden from learners'
-# servers, so each home gets a copy (learner_home.py, COURSE_LIB).
+# The notebooks' submit cell imports it (and it the course's defaults); the repository
+# is hidden from learners' servers, so each home gets a copy (learner_home.py, COURSE_LIB).
 SUBMIT = REPO / "autograder" / "learner_submit.py"
+DEFAULTS = REPO / "autograder" / "defaults.py"
+# What learner_home.py runs with, beside lessons/ and release/ in the staging copy.
+STAGED = (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT, DEFAULTS)
 COURSE_LIB = ".course-lib"
 
 
@@ -128,7 +131,7 @@ class CourseSpawner(LocalProcessSpawner):
         try:
             shutil.copytree(LESSONS, staging / "lessons")
             shutil.copytree(RELEASE, staging / "release")
-            for script in (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT):
+            for script in STAGED:
                 shutil.copy(script, staging / script.name)
             for path in [staging, *staging.rglob("*")]:
                 path.chmod(0o755 if path.is_dir() else 0o644)

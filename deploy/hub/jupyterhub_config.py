@@ -1,7 +1,7 @@
 """JupyterHub configuration for a class: ``make hub`` (see README, "For a class").
 
 One machine: the hub and configurable-http-proxy (``node_modules``, from
-package.json) on http://127.0.0.1:8000; behind the proxy
+package.json) on http://HOST:PORT; behind the proxy
 
 * ``/services/course/``: the course site, signed-in users only (``site.py``);
 * ``/services/grader/``: the grading service (``python -m autograder.service
@@ -17,9 +17,9 @@ grading service shows the class to. No password or secret is in this file:
 the hub's cookie secret and database are made in ``$HUB_STATE`` (default
 ``.hub-state/``, mode 0700, gitignored), so a restart keeps every sign-in.
 
-Ports (environment): ``PORT`` (public, 8000), ``HOST`` (127.0.0.1),
-``HUB_API_PORT`` (the hub's own API, 8081), ``PROXY_API_PORT`` (the proxy's
-API, 8002), ``GRADER_PORT`` (8001), ``SITE_PORT`` (8003).
+Ports (environment; defaults in ``autograder/defaults.py``): ``PORT`` (public),
+``HOST``, ``HUB_API_PORT`` (the hub's own API), ``PROXY_API_PORT`` (the proxy's
+API), ``GRADER_PORT``, ``SITE_PORT`` (the course site behind the proxy).
 """
 import grp
 import os
@@ -29,13 +29,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))  # course_spawner
+sys.path.insert(0, str(REPO))  # autograder.defaults
 import course_spawner  # noqa: E402
+from autograder.defaults import setting  # noqa: E402
 
 c = get_config()  # noqa: F821
 
 env = os.environ.get
-HOST = env("HOST", "127.0.0.1")
-PORT = int(env("PORT", "8000"))
+HOST = setting("HOST")
+PORT = int(setting("PORT"))
 PUBLIC = f"http://{HOST}:{PORT}"
 STATE = Path(env("HUB_STATE", str(REPO / ".hub-state"))).resolve()
 STATE.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -47,11 +49,11 @@ PYTHON = sys.executable  # the venv's interpreter (reachable by learners: course
 # -- the hub, its proxy, its state ---------------------------------------------
 c.JupyterHub.bind_url = PUBLIC
 c.JupyterHub.hub_ip = "127.0.0.1"
-c.JupyterHub.hub_port = int(env("HUB_API_PORT", "8081"))
+c.JupyterHub.hub_port = int(setting("HUB_API_PORT"))
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.command = [str(REPO / "node_modules" / ".bin" / "configurable-http-proxy")]
-c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{env('PROXY_API_PORT', '8002')}"
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setting('PROXY_API_PORT')}"
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 
 # -- sign-in -------------------------------------------------------------------
@@ -108,7 +110,7 @@ _service_env = {"PATH": env("PATH", "/usr/bin:/bin"), "HOME": env("HOME", "/root
 c.JupyterHub.services = [
     {
         "name": "course",
-        "url": f"http://127.0.0.1:{env('SITE_PORT', '8003')}",
+        "url": f"http://127.0.0.1:{setting('SITE_PORT')}",
         "command": [PYTHON, str(HERE / "site.py")],
         "timeout": 120,
         "cwd": str(REPO),
@@ -121,9 +123,9 @@ c.JupyterHub.services = [
     },
     {
         "name": "grader",
-        "url": f"http://127.0.0.1:{env('GRADER_PORT', '8001')}",
+        "url": f"http://127.0.0.1:{setting('GRADER_PORT')}",
         "command": [PYTHON, "-m", "autograder.service", "--auth", "hub", "--host", "127.0.0.1",
-                    "--port", env("GRADER_PORT", "8001"), "--origins", ""],
+                    "--port", setting("GRADER_PORT"), "--origins", ""],
         "cwd": str(REPO),
         "environment": dict(_service_env, **{k: v for k, v in os.environ.items()
                                              if k.startswith("GRADER_") and k != "GRADER_PORT"}),

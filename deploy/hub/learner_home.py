@@ -7,7 +7,8 @@ that holds this file, ``jupyter_local.py``, ``lessons/`` and ``release/``. Write
   notebook the learner changed is kept);
 * ``nbgrader_config.py`` (read by nbgrader's Validate from the server's folder);
 * ``~/.course-lib/autograder/learner_submit.py``: what the notebooks' submit
-  cell imports (the server's ``$PYTHONPATH``; the repository itself is hidden);
+  cell imports (the server's ``$PYTHONPATH``; the repository itself is hidden),
+  and ``defaults.py`` beside it, which it imports;
 * ``~/.jupyter``: nbgrader's learner extensions on, its instructor ones off, and
   nothing fetched from the internet (the settings ``make serve`` uses).
 """
@@ -26,7 +27,8 @@ def main(home):
     lib = home / ".course-lib" / "autograder"
     lib.mkdir(parents=True, exist_ok=True)
     (lib / "__init__.py").write_text("")
-    (lib / "learner_submit.py").write_text((here / "learner_submit.py").read_text())
+    for module in ("learner_submit.py", "defaults.py"):
+        (lib / module).write_text((here / module).read_text())
     config = home / ".jupyter"
     (config / "labconfig").mkdir(parents=True, exist_ok=True)
     # the same LabApp settings and autosave default (for the submit cell) as make serve

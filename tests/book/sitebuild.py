@@ -1,4 +1,5 @@
-"""Paths and the strict build command shared by the course-site tests."""
+"""Paths and the strict build command (``make book``'s, from autograder.defaults)
+shared by the course-site tests."""
 
 from __future__ import annotations
 
@@ -7,28 +8,23 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.defaults import site_build_argv
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "_build" / "html"
 LESSONS = ("donate_argnums", "state_tree", "lifetimes", "silent_donation")
-BUILD_FLAGS = ["--warningiserror", "--nitpick", "--keep-going", "--builder", "html"]
 # the sharded lesson, apart from the tuple so lessons added there merge cleanly
 LESSONS = LESSONS + ("sharded_state",)
 
 
-def jupyter_book() -> str:
-    """The jupyter-book executable of the interpreter running the tests."""
-    candidate = Path(sys.executable).with_name("jupyter-book")
-    return str(candidate) if candidate.exists() else "jupyter-book"
-
-
 def build_book(path: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    """Run the strict site build on `path` (plus `extra` flags); returns the process."""
+    """Run the strict site build in `path` (plus `extra` flags), with the jupyter-book
+    of the interpreter running the tests; returns the process."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     return subprocess.run(
-        [jupyter_book(), "build", str(path), *BUILD_FLAGS, *extra],
+        [*site_build_argv(Path(sys.executable).parent), *extra],
         cwd=path,
         env=env,
         capture_output=True,

@@ -16,6 +16,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import parse_qs, urlsplit
 
+from autograder import defaults
 from tests.conftest import BIN, REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
@@ -39,7 +40,7 @@ def test_a_moved_grading_service_is_named_in_the_site_url(monkeypatch):
     assert "grader=http%3A%2F%2F127.0.0.1%3A9801" in urlsplit(serve.site_url("t", "ada")).query
     lab = next(s for s in serve.services("t", "ada") if s.name == "jupyterlab")
     assert lab.env["GRADER_URL"] == "http://127.0.0.1:9801"  # for the submit cells
-    monkeypatch.setenv("GRADER_PORT", "8001")  # the pages' default needs no parameter
+    monkeypatch.setenv("GRADER_PORT", str(defaults.GRADER_PORT))  # the pages' default: no parameter
     assert "grader=" not in serve.site_url("t", "ada")
 
 

@@ -28,12 +28,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from autograder import defaults
 from tests.book.sitebuild import REPO
 
 from .conftest import Watched, screenshot
 
 LOCK = "/tmp/course-default-ports.lock"
-DEFAULT_PORTS = (8000, 8001, 8888)
+DEFAULT_PORTS = (defaults.PORT, defaults.GRADER_PORT, defaults.JUPYTER_PORT)
 WAIT_S = 1200  # give-up times (make serve releases and checks the build), not timing assertions
 WAIT_MS = 180_000
 

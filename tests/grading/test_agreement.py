@@ -19,7 +19,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import BIN, REPO
+from autograder.defaults import release_argv
+from tests.conftest import BIN, REPO, grader_cli, quiet
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 
 AGREEMENT = SAMPLES.parent / "agreement"
@@ -50,7 +51,7 @@ def _env():
 
 
 def _nbgrader(course, *args):
-    return subprocess.run(["nbgrader", *args, "--log-level=ERROR"], cwd=course / "exercises",
+    return subprocess.run(["nbgrader", *args, *quiet(args)], cwd=course / "exercises",
                           env=_env(), check=True, capture_output=True, text=True, timeout=1800)
 
 
@@ -76,16 +77,14 @@ def corpus(release):
 def graded(tmp_path_factory):
     """``(course grader's results folder, nbgrader's totals)`` for the corpus."""
     course = _checkout(tmp_path_factory.mktemp("checkout"))
-    _nbgrader(course, "generate_assignment", ASSIGNMENT)
+    _nbgrader(course, *release_argv(ASSIGNMENT)[1:])  # make release's command
     release = json.loads((course / "exercises" / "release" / ASSIGNMENT /
                           f"{ASSIGNMENT}.ipynb").read_text())
     for name, nb in corpus(release).items():
         target = course / "exercises" / "submitted" / name / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
         target.parent.mkdir(parents=True)
         target.write_text(json.dumps(nb))
-    ours = subprocess.run([".venv/bin/python", "-m", "autograder", "exercises/submitted",
-                           "--out", "grades"], cwd=course, env=_env(), capture_output=True,
-                          text=True, timeout=1800)
+    ours = grader_cli("exercises/submitted", "--out", "grades", cwd=course, timeout=1800)
     assert ours.returncode == 0, ours.stderr
     _nbgrader(course, "autograde", ASSIGNMENT)
     _nbgrader(course, "export", "--to", "grades.csv")

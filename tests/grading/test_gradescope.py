@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 
 from autograder.grade import hidden_tests
 from autograder.submission import EXERCISES, instructor_cells
-from tests.conftest import REPO
+from tests.conftest import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, expected, released_notebook, samples_dir, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -68,9 +68,8 @@ def zips(tmp_path_factory):
 @pytest.fixture(scope="module")
 def hostile_zip(tmp_path_factory):
     out = tmp_path_factory.mktemp("gradescope-hostile")
-    proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "update_with_donate",
-                           "--out", out, "--visibility", "after_published", *HOSTILE_LIMITS],
-                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    proc = grader_cli("gradescope", "update_with_donate", "--out", out,
+                      "--visibility", "after_published", *HOSTILE_LIMITS, timeout=900)
     assert proc.returncode == 0, proc.stderr
     return out / "update_with_donate-gradescope.zip"
 

@@ -11,14 +11,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from autograder.sandbox.uids import LEASES, lease_uid
-from tests.conftest import REPO, nbgrader_env
+from tests.conftest import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -42,12 +41,6 @@ def build_class(course, root):
     for name, build in BUILDERS.items():
         (root / f"{name}.ipynb").write_bytes(build(release))
     return root
-
-
-def grade(*args, env_extra=None):
-    env = dict(nbgrader_env(), **(env_extra or {}))
-    return subprocess.Popen([sys.executable, "-m", "autograder", *map(str, args)], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def sandbox_processes():
@@ -81,7 +74,8 @@ def sandbox_processes():
 def hostile(released_course, tmp_path_factory):
     root = build_class(released_course, tmp_path_factory.mktemp("hostile") / "class")
     out = root.parent / "grades"
-    proc = grade(root, "--out", out, *LIMITS, env_extra={"HOSTILE_SECRET_TOKEN": "s3cret"})
+    proc = grader_cli(root, "--out", out, *LIMITS, env={"HOSTILE_SECRET_TOKEN": "s3cret"},
+                      wait=False)
     stdout, stderr = proc.communicate(timeout=900)
     return out, proc.returncode, stdout, stderr
 
@@ -115,7 +109,8 @@ def test_escaped_children_are_killed_on_their_own(released_course, tmp_path):
     nb = with_answer(released_notebook(released_course),
                      (HOSTILE / "escaping_children.py").read_text())
     (tmp_path / "escaping_children.ipynb").write_text(json.dumps(nb))
-    proc = grade(tmp_path / "escaping_children.ipynb", "--out", tmp_path / "out", *LIMITS)
+    proc = grader_cli(tmp_path / "escaping_children.ipynb", "--out", tmp_path / "out", *LIMITS,
+                      wait=False)
     proc.communicate(timeout=300)
     assert json.loads((tmp_path / "out" / "escaping_children" / "results.json").read_text())["score"] == 10
     assert sandbox_processes() == []
@@ -141,7 +136,7 @@ def test_killed_mid_class_then_rerun_completes_every_grade(released_course, tmp_
         nb = with_answer(release, (SAMPLES / f"{sample}.py").read_text())
         (root / f"{name}.ipynb").write_text(json.dumps(nb))
     out = tmp_path / "grades"
-    first = grade(root, "--out", out, "--jobs", "1")
+    first = grader_cli(root, "--out", out, "--jobs", "1", wait=False)
     deadline = time.monotonic() + 300
     while len(list(out.glob("*/results.json"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -149,7 +144,7 @@ def test_killed_mid_class_then_rerun_completes_every_grade(released_course, tmp_
     first.communicate()
     done_before = {p.parent.name: p.stat().st_mtime_ns for p in out.glob("*/results.json")}
     assert 3 <= len(done_before) < len(names)
-    second = grade(root, "--out", out, "--jobs", "2")
+    second = grader_cli(root, "--out", out, "--jobs", "2", wait=False)
     stdout, stderr = second.communicate(timeout=600)
     assert second.returncode == 0, stderr
     assert stdout.count("unchanged, kept") == len(done_before)
@@ -201,8 +196,8 @@ def test_orphaned_supervisor_never_kills_a_newer_lease(released_course, tmp_path
     """
     nb = with_answer(released_notebook(released_course), (HOSTILE / "sleep_forever.py").read_text())
     (tmp_path / "sleeper.ipynb").write_text(json.dumps(nb))
-    grader = grade(tmp_path / "sleeper.ipynb", "--out", tmp_path / "out", "--jobs", "1",
-                   "--timeout", "120")
+    grader = grader_cli(tmp_path / "sleeper.ipynb", "--out", tmp_path / "out", "--jobs", "1",
+                        "--timeout", "120", wait=False)
     deadline = time.monotonic() + 300
     while (found := _learner_of(grader.pid)) is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -240,7 +235,7 @@ def test_forged_observations_are_not_believed(released_course, tmp_path, name):
     release = released_notebook(released_course)
     nb = with_answer(release, (HOSTILE / "known_limits" / f"{name}.py").read_text())
     (tmp_path / f"{name}.ipynb").write_text(json.dumps(nb))
-    proc = grade(tmp_path / f"{name}.ipynb", "--out", tmp_path / "out", *LIMITS)
+    proc = grader_cli(tmp_path / f"{name}.ipynb", "--out", tmp_path / "out", *LIMITS, wait=False)
     proc.communicate(timeout=300)
     assert json.loads((tmp_path / "out" / name / "results.json").read_text())["score"] <= 6
 

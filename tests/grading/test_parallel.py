@@ -1,10 +1,8 @@
 """Parallel grading gives the same results as serial grading, and forked
 learner processes do not leak state into each other."""
 import json
-import subprocess
-import sys
 
-from tests.conftest import REPO, nbgrader_env
+from tests.conftest import grader_cli
 from tests.grading.helpers import SAMPLES
 
 NAMES = ["reference", "jit_inside", "no_donation", "both_donated", "wrong_dtype",
@@ -12,9 +10,7 @@ NAMES = ["reference", "jit_inside", "no_donation", "both_donated", "wrong_dtype"
 
 
 def grade(out, *paths, jobs):
-    proc = subprocess.run([sys.executable, "-m", "autograder", *map(str, paths), "--out", str(out),
-                           "--jobs", str(jobs)], cwd=REPO, env=nbgrader_env(),
-                          capture_output=True, text=True, timeout=600)
+    proc = grader_cli(*paths, "--out", out, "--jobs", jobs)
     assert proc.returncode == 0, proc.stderr
     return {p.parent.name: json.loads(p.read_text()) for p in out.glob("*/results.json")}
 

@@ -7,23 +7,16 @@ tree is graded once by ``python -m autograder`` and once by
 """
 import csv
 import json
-import subprocess
-import sys
 
 import pytest
 from nbgrader.api import Gradebook
 
 from autograder.grade import hidden_tests
-from tests.conftest import REPO, copy_course, nbgrader, nbgrader_env
+from tests.conftest import REPO, copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
 TITLES = {title: name for name, title, _ in hidden_tests(ASSIGNMENT)}
-
-
-def run_autograder(*args):
-    return subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=REPO,
-                          env=nbgrader_env(), capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +31,7 @@ def course(released_course, tmp_path_factory):
 def graded(course, tmp_path_factory):
     """``(out_dir, completed process)`` after grading the whole sample class."""
     out = tmp_path_factory.mktemp("grades")
-    proc = run_autograder(course / "submitted", "--out", out, "--timeout", "60")
+    proc = grader_cli(course / "submitted", "--out", out, "--timeout", "60")
     return out, proc
 
 
@@ -118,7 +111,7 @@ def test_summary_matches_results_on_disk(graded):
 def test_rerun_grades_nothing_unchanged(graded, course):
     out, _ = graded
     before = {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
-    proc = run_autograder(course / "submitted", "--out", out)
+    proc = grader_cli(course / "submitted", "--out", out)
     assert proc.returncode == 0
     assert proc.stdout.count("unchanged, kept") == len(EXPECTED)
     assert before == {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
@@ -126,7 +119,7 @@ def test_rerun_grades_nothing_unchanged(graded, course):
 
 def test_plain_python_files_are_graded(tmp_path):
     out = tmp_path / "out"
-    proc = run_autograder(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", out)
+    proc = grader_cli(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", out)
     assert proc.returncode == 0, proc.stderr
     assert results(out, "reference")["score"] == 10
     assert results(out, "no_donation")["score"] == 6

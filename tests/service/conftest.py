@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, nbgrader, nbgrader_env
+from tests.conftest import REPO, nbgrader, nbgrader_env, release
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, released_notebook, with_answer
 
 WAIT = float(os.environ.get("SERVICE_TEST_WAIT", "600"))  # give-up time, not a timing assertion
@@ -215,7 +215,7 @@ def course_template(tmp_path_factory):
     course = tmp_path_factory.mktemp("service-course")
     shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
     shutil.copytree(REPO / "exercises" / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
-    nbgrader(course, "generate_assignment", ASSIGNMENT)
+    release(course, ASSIGNMENT)
     return course
 
 
@@ -281,7 +281,7 @@ def release_into(course, db):
     """
     option = gradebook_option(db)
     if option:
-        nbgrader(course, "generate_assignment", ASSIGNMENT, "--force", *option)
+        release(course, ASSIGNMENT, *option)
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])

@@ -5,6 +5,7 @@ import json
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import defaults
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.conftest import expected_failed, failed_tests, http, notebook_with
 
@@ -140,3 +141,20 @@ def test_cors_allows_the_course_site_only(store_service, site_port):
                                            "Access-Control-Request-Headers": "content-type"})
         assert status == 204
         assert headers.get("Access-Control-Allow-Origin") == (origin if allowed else None)
+
+
+def test_the_service_answers_its_own_address_and_limits(store_service):
+    """``GET /api/config``: what this service runs with (tests/service/conftest.py's
+    options), without sign-in, and nothing secret (the database URL holds a password)."""
+    status, _, config = http("GET", store_service.url + "/api/config")
+    assert status == 200
+    assert config["address"] == store_service.url and config["prefix"] == "/"
+    assert config["auth"] == "none" and config["learner_pattern"] == defaults.LEARNER_PATTERN
+    limits = config["limits"]
+    assert limits["max_bytes"] == store_service.options["max-bytes"]
+    assert limits["rate"] == {"count": 5, "seconds": 3600}  # the options' --rate 5/3600
+    assert (limits["timeout_s"], limits["memory_mib"]) == (defaults.SERVICE_TIMEOUT_S,
+                                                           defaults.MEMORY_MIB)
+    assert ASSIGNMENT in config["exercises"]
+    text = json.dumps(config)
+    assert str(store_service.db) not in text and "password" not in text

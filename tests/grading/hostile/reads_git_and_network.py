@@ -4,6 +4,7 @@ import socket
 import subprocess
 
 import autograder
+from autograder.defaults import GRADER_PORT
 
 repo = pathlib.Path(autograder.__file__).resolve().parent.parent
 leaks = []
@@ -13,7 +14,7 @@ git = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(repo), "show",
 if git.returncode == 0:
     leaks.append("git")
 try:
-    socket.create_connection(("127.0.0.1", 8001), timeout=1).close()
+    socket.create_connection(("127.0.0.1", GRADER_PORT), timeout=1).close()
     leaks.append("network")
 except OSError:
     pass

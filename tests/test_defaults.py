@@ -1,0 +1,158 @@
+"""Every default lives in autograder/defaults.py, and every place that needs one reads it.
+
+Fast: no site build, no browser, no grading. The site build's copy of the
+defaults is checked in tests/browser (the pages use it), the service's answer
+in tests/service/test_api.py (``GET /api/config``).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder import defaults
+from tests.conftest import REPO
+
+# Code, not prose: documentation (*.md) may say what a default is.
+CODE_SUFFIXES = {".py", ".js", ".yml", ".yaml", ".ini", ".toml", ".cfg", ".sh"}
+CODE_NAMES = {"Makefile", "run"}  # .ci/run
+HOME = Path(defaults.__file__).relative_to(REPO).as_posix()
+
+
+def code_files():
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                            cwd=REPO, check=True, capture_output=True, text=True).stdout.split("\n")
+    for name in filter(None, listed):
+        path = REPO / name
+        if name != HOME and path.is_file() and (path.suffix in CODE_SUFFIXES or path.name in CODE_NAMES):
+            yield name, path.read_text(errors="replace")
+
+
+def default_literals():
+    """``{description: regex}`` of what only defaults.py may write."""
+    ports = sorted({v for k, v in vars(defaults).items() if k.endswith("_PORT") or k == "PORT"})
+    found = {f"port {p}": rf"(?<![\w.]){p}(?![\w])" for p in ports}
+    found["the learner-id pattern"] = re.escape(defaults.LEARNER_PATTERN.strip("^$"))
+    found["the strict site build"] = re.escape(defaults.SITE_BUILD[3])
+    found["nbgrader's release"] = r"""["']generate_assignment["']"""
+    return found
+
+
+def test_no_default_is_written_outside_defaults_py():
+    literals = default_literals()
+    assert len(literals) >= 9  # six ports and three commands or patterns: it looks for something
+    repeated = []
+    for name, text in code_files():
+        for line_no, line in enumerate(text.splitlines(), 1):
+            for what, pattern in literals.items():
+                if re.search(pattern, line):
+                    repeated.append(f"{name}:{line_no}: {what}: {line.strip()}")
+    assert not repeated, ("defaults written outside autograder/defaults.py (read them from "
+                          "there):\n" + "\n".join(repeated))
+
+
+def make_dry_run(*targets, **env):
+    """What ``make TARGETS`` would run (``make -n``), with the caller's environment
+    minus the course's variables, plus ``env``."""
+    clean = {k: v for k, v in os.environ.items()
+             if k not in defaults.ENVIRONMENT and not k.startswith("GRADER_")}
+    proc = subprocess.run(["make", "-n", *targets], cwd=REPO, env=dict(clean, **env),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_make_runs_the_commands_and_ports_of_defaults_py():
+    out = make_dry_run("book", "serve")
+    assert f".venv/bin/{' '.join(defaults.SITE_BUILD)} " in out
+    assert f"{' '.join(defaults.RELEASE)} \"$a\"" in out
+    assert f"PORT={defaults.PORT} HOST={defaults.HOST} JUPYTER_PORT={defaults.JUPYTER_PORT} " in out
+    assert "PORT=9000 " in make_dry_run("serve", PORT="9000")  # README: PORT=9000 make serve
+
+
+def test_the_defaults_command_prints_one_value_per_name():
+    proc = subprocess.run([sys.executable, "-m", "autograder.defaults", "GRADER_PORT", "SITE_BUILD"],
+                          cwd=REPO, capture_output=True, text=True, check=True)
+    assert proc.stdout.split("\n")[:2] == [str(defaults.GRADER_PORT), " ".join(defaults.SITE_BUILD)]
+    bad = subprocess.run([sys.executable, "-m", "autograder.defaults", "NO_SUCH"], cwd=REPO,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown: NO_SUCH" in bad.stderr
+
+
+def test_the_service_options_default_to_defaults_py(monkeypatch):
+    from autograder.service.__main__ import parse
+
+    for name in list(os.environ):
+        if name in defaults.ENVIRONMENT or name.startswith("GRADER_"):
+            monkeypatch.delenv(name)
+    args = parse([])
+    assert (args.host, args.port) == (defaults.HOST, defaults.GRADER_PORT)
+    assert (args.max_bytes, args.timeout, args.memory_mib, args.lease) == (
+        defaults.MAX_BYTES, defaults.SERVICE_TIMEOUT_S, defaults.MEMORY_MIB, defaults.LEASE_S)
+    assert args.rate == (defaults.RATE_COUNT, defaults.RATE_SECONDS)
+    monkeypatch.setenv("GRADER_PORT", "9801")
+    assert parse([]).port == 9801
+
+
+LEARNER_IDS = ["ada", "a.b@c-d_e", "A" * 64, "A" * 65, "-ada", ".ada", "", "ada lovelace", "ädä",
+               "ada\n"]
+
+
+def test_the_pages_check_learner_ids_as_the_service_does():
+    """grader.js tests ids with ``new RegExp(LEARNER_PATTERN)``; the service with ``re``
+    (:func:`autograder.service.app.is_learner_id`)."""
+    from autograder.service.app import is_learner_id
+
+    script = ("const [p, ids] = JSON.parse(process.argv[1]);"
+              "process.stdout.write(JSON.stringify(ids.map(id => new RegExp(p).test(id))));")
+    node = subprocess.run(["node", "-e", script, json.dumps([defaults.LEARNER_PATTERN, LEARNER_IDS])],
+                          capture_output=True, text=True, check=True)
+    pages = dict(zip(LEARNER_IDS, json.loads(node.stdout)))
+    assert pages == {learner: is_learner_id(learner) for learner in LEARNER_IDS}
+    assert pages["ada"] and not pages["ada\n"]
+
+
+def test_the_pages_defaults_script_is_written_from_defaults_py():
+    sys.path.insert(0, str(REPO / "book" / "_ext"))
+    try:
+        import course_run
+    finally:
+        sys.path.remove(str(REPO / "book" / "_ext"))
+    script = course_run.defaults_script()
+    values = json.loads(re.search(r"window\.COURSE_DEFAULTS = (\{.*\});", script).group(1))
+    assert values == dict(defaults.for_pages(), jupyterToken="")
+    for name in ("grader.js", "course-run.js"):  # they read it, and no value of their own
+        assert "window.COURSE_DEFAULTS" in (REPO / "book" / "_static" / name).read_text()
+
+
+def test_the_submit_cell_finds_its_defaults_in_a_learners_home(tmp_path):
+    """Under make hub the repository is hidden: the submit module and defaults.py are
+    copied into ~/.course-lib (course_spawner's staging, then learner_home.py)."""
+    sys.path.insert(0, str(REPO / "deploy" / "hub"))
+    try:
+        import course_spawner
+    finally:
+        sys.path.remove(str(REPO / "deploy" / "hub"))
+    staging, home = tmp_path / "staging", tmp_path / "home"
+    (staging / "lessons").mkdir(parents=True)
+    (staging / "lessons" / "intro.ipynb").write_text(  # what the site build writes there
+        json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    (staging / "release").mkdir()
+    home.mkdir()
+    for path in course_spawner.STAGED:
+        shutil.copy(path, staging / path.name)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    laid = subprocess.run([sys.executable, str(staging / "learner_home.py"), str(home)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert laid.returncode == 0, laid.stderr
+    # the learner's kernel: PYTHONPATH is the course-lib (the hub's Spawner.environment)
+    probe = ("from autograder import defaults, learner_submit; "
+             "print(defaults.__file__, learner_submit.defaults is defaults, defaults.grader_url())")
+    kernel = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, text=True,
+                            capture_output=True,
+                            env=dict(env, PYTHONPATH=str(home / course_spawner.COURSE_LIB)))
+    assert kernel.returncode == 0, kernel.stderr
+    assert kernel.stdout.split() == [str(home / ".course-lib" / "autograder" / "defaults.py"), "True",
+                           f"http://{defaults.HOST}:{defaults.GRADER_PORT}"]
