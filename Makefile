@@ -4,6 +4,8 @@
 #   make hub     the course for a class: JupyterHub, sign-in, a JupyterLab per learner
 #   make book    build the site only
 #   make test    run the test suite (what .ci/run calls)
+#   make test-fast  the fast tier only: no site build, browser, nbgrader kernel, grading
+#                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
 PYTHON ?= python3
 VENV   := .venv
@@ -17,7 +19,7 @@ GRADESCOPE_VISIBILITY ?= visible
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
 ASSIGNMENTS := update_with_donate donation_report fix_training_loop silent_donation
 
-.PHONY: venv release book serve hub test gradescope clean
+.PHONY: venv release book serve hub test test-fast gradescope clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -68,6 +70,16 @@ hub: book
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests
+
+# The slow tiers (pytest.ini's markers, given by tests/tiers.py); test-fast runs the
+# rest in a new random order each time (pytest-random-order; it prints the seed, and
+# --random-order-seed=N repeats that order).
+SLOW_TIERS := book browser nbgrader grader service postgres hub ci
+empty :=
+space := $(empty) $(empty)
+test-fast: venv
+	@echo "==> running the fast tier (not: $(SLOW_TIERS))"
+	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests --random-order-bucket=global -m "not ($(subst $(space), or ,$(SLOW_TIERS)))"
 
 # The exercise list is autograder/submission.py's EXERCISES: a new exercise gets its zip.
 gradescope: venv
