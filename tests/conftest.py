@@ -14,9 +14,14 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
-def pytest_collection_modifyitems(items):
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true",
+                     help="run only the fast tier: tests in none of pytest.ini's slow tiers")
+
+
+def pytest_collection_modifyitems(config, items):
     """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)."""
-    tiers.mark(items, pytest)
+    tiers.mark(config, items, pytest)
 
 
 def nbgrader_env():

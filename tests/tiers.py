@@ -1,7 +1,7 @@
 """Which slow tier each test belongs to, decided by what it starts.
 
-The markers are declared in pytest.ini; ``make test-fast`` deselects them all
-(``-m "not (book or browser or ...)"``, the Makefile's ``SLOW_TIERS``). A test
+The markers are declared in pytest.ini; ``--fast`` (``make test-fast``) runs only
+the tests that have none of them. A test
 gets a tier's marker when it uses (directly or through another fixture) a
 fixture listed here, or lives in a module listed here, or its node id starts
 with an entry here (for a test that starts the thing in its own body). Tests
@@ -63,8 +63,25 @@ def tiers_of(item) -> set[str]:
     return found
 
 
-def mark(items, pytest) -> None:
-    """Add each item's tier markers (pytest_collection_modifyitems)."""
+def declared(config) -> set[str]:
+    """The tiers pytest.ini declares (its ``markers``)."""
+    return {line.split(":")[0].strip() for line in config.getini("markers")}
+
+
+def mark(config, items, pytest) -> None:
+    """Add each item's tier markers; with ``--fast``, deselect every tiered test
+    (pytest_collection_modifyitems)."""
+    slow = declared(config)
+    fast, deselected = [], []
     for item in items:
-        for tier in sorted(tiers_of(item)):
+        tiers = tiers_of(item)
+        unknown = tiers - slow
+        if unknown:
+            raise pytest.UsageError(f"tests/tiers.py names tiers pytest.ini does not declare: {unknown}")
+        for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
+        tiers |= {m.name for m in item.iter_markers()} & slow  # a param's own mark
+        (deselected if tiers else fast).append(item)
+    if config.getoption("fast"):
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = fast
