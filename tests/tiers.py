@@ -10,6 +10,8 @@ without saying so. The hook is :func:`mark`, called from tests/conftest.py.
 """
 from __future__ import annotations
 
+import configparser
+
 # fixture ("module.function" of its definition) -> tiers of what it starts
 FIXTURES = {
     "tests.conftest.built_site": {"book"},
@@ -64,8 +66,11 @@ def tiers_of(item) -> set[str]:
 
 
 def declared(config) -> set[str]:
-    """The tiers pytest.ini declares (its ``markers``)."""
-    return {line.split(":")[0].strip() for line in config.getini("markers")}
+    """The tiers: the markers pytest.ini itself declares (``getini("markers")`` also has
+    those plugins register)."""
+    ini = configparser.ConfigParser()
+    ini.read(config.inipath)
+    return {line.split(":")[0].strip() for line in ini["pytest"]["markers"].splitlines() if line.strip()}
 
 
 def mark(config, items, pytest) -> None:
