@@ -4,6 +4,8 @@
 #   make hub     the course for a class: JupyterHub, sign-in, a JupyterLab per learner
 #   make book    build the site only
 #   make test    run the test suite (what .ci/run calls)
+#   make test-fast  the fast tier only: no site build, browser, nbgrader kernel, grading
+#                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
 PYTHON ?= python3
 VENV   := .venv
@@ -20,7 +22,7 @@ GRADESCOPE_VISIBILITY ?= visible
 # Exercises (nbgrader assignments) released into exercises/release/ for the site.
 ASSIGNMENTS := update_with_donate donation_report fix_training_loop silent_donation
 
-.PHONY: venv release book serve hub test gradescope clean
+.PHONY: venv release book serve hub test test-fast gradescope clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -71,6 +73,13 @@ hub: book
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests
+
+# The fast tier: the tests in none of pytest.ini's slow tiers (tests/tiers.py marks them),
+# in a new random order each time (pytest-random-order; it prints the seed, and
+# --random-order-seed=N repeats that order).
+test-fast: venv
+	@echo "==> running the fast tier (make test runs every tier)"
+	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests --fast --random-order-bucket=global
 
 # The exercise list is autograder/submission.py's EXERCISES: a new exercise gets its zip.
 gradescope: venv

@@ -1,5 +1,6 @@
-"""Shared fixtures and commands: paths, nbgrader and the grader's command line as the
-README runs them, and a released copy of the nbgrader course."""
+"""Shared fixtures and commands: paths, the tiers, nbgrader and the grader's command
+line as the README runs them, and what several packages need once per session: a
+released copy of the nbgrader course, the site build, and Debian's Chromium."""
 import os
 import shutil
 import subprocess
@@ -9,9 +10,20 @@ from pathlib import Path
 import pytest
 
 from autograder.defaults import release_argv
+from tests import tiers
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true",
+                     help="run only the fast tier: tests in none of pytest.ini's slow tiers")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)."""
+    tiers.mark(config, items, pytest)
 
 
 def nbgrader_env():
@@ -69,13 +81,98 @@ def copy_course(course, target):
 
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory):
-    """``exercises/source`` after ``nbgrader generate_assignment`` of each exercise, in a
-    temporary course folder. Shared and read-only: copy it (:func:`copy_course`) to write."""
-    from autograder.submission import EXERCISES
-
+    """``exercises/source`` after ``nbgrader generate_assignment`` of every exercise, in a
+    temporary course folder, with an empty gradebook that knows every graded cell.
+    Shared and read-only: copy it (:func:`copy_course`) to write."""
     course = tmp_path_factory.mktemp("course")
     shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
     shutil.copytree(REPO / "exercises" / "source", course / "source")
-    for assignment in EXERCISES:
-        release(course, assignment)
+    # One nbgrader process for all of them (its assignment id is a glob over source/):
+    # the same release as one command per exercise, one interpreter start instead of one per exercise.
+    release(course, "*")
     return course
+
+
+@pytest.fixture(scope="session")
+def built_site() -> Path:
+    """The course site, built (or brought up to date) once per session with the strict,
+    incremental command ``make book`` uses; fails with the build's log if it breaks.
+    Returns ``_build/html``."""
+    from tests.book.sitebuild import HTML, build_book
+
+    result = build_book(REPO)
+    if result.returncode != 0:
+        pytest.fail(f"the strict site build failed:\n{(result.stdout + result.stderr)[-6000:]}")
+    assert (HTML / "index.html").exists(), "the build produced no index.html"
+    return HTML
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+class SharedChromium:
+    """Debian's Chromium driven by Playwright: launched by the first test that asks for
+    it and closed after the last one (:func:`pytest_runtest_teardown`), so tests/browser,
+    tests/hub and tests/service share one browser. Not kept open longer: while Playwright's
+    sync API is started it marks the thread's asyncio loop as running, and ``asyncio.run``
+    in an in-process test would refuse to start."""
+
+    def __init__(self):
+        self.playwright = self.browser = None
+        self.last_user = None  # the nodeid of the last collected test that uses it
+
+    def get(self):
+        if self.browser is None:
+            if not os.path.exists(CHROMIUM):
+                pytest.fail("Chromium is missing: apt-get install -y chromium (.ci/run does)")
+            from playwright.sync_api import sync_playwright
+
+            self.playwright = sync_playwright().start()
+            try:
+                self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM,
+                                                               args=CHROMIUM_ARGS)
+            except BaseException:
+                self.close()
+                raise
+        return self.browser
+
+    def close(self):
+        if self.browser is not None:
+            self.browser.close()
+        if self.playwright is not None:
+            self.playwright.stop()
+        self.playwright = self.browser = None
+
+
+_CHROMIUM = SharedChromium()
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The session's :class:`SharedChromium` (closed at the end at the latest)."""
+    yield _CHROMIUM
+    _CHROMIUM.close()
+
+
+@pytest.fixture
+def browser(chromium):
+    """Debian's headless Chromium (a Playwright ``Browser``), shared by the session:
+    open pages in a context of your own and close them."""
+    return chromium.get()
+
+
+def pytest_collection_finish(session):
+    users = [item.nodeid for item in session.items if "chromium" in getattr(item, "fixturenames", ())]
+    _CHROMIUM.last_user = users[-1] if users else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last test that uses Chromium has torn down its pages, close it."""
+    try:
+        return (yield)
+    finally:
+        if item.nodeid == _CHROMIUM.last_user:
+            _CHROMIUM.close()

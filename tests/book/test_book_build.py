@@ -71,9 +71,47 @@ raise RuntimeError("expected")
 """
 
 
-def test_a_true_hidden_claim_builds(tmp_path):
-    result = build_book(tiny_book(tmp_path, CLAIM.replace("EXPECTED", "84")))
+# ------------------------------------------------ pages for the lesson 5 case (sharded_state)
+EARLIER_PAGE = """
+# Uses JAX first
+
+```{code-cell} ipython3
+import jax.numpy as jnp
+print(float(jnp.ones(3).sum()))
+```
+"""
+
+EIGHT_DEVICES_PAGE = """
+# Asks for eight devices
+
+```{code-cell} ipython3
+import jax
+jax.config.update("jax_num_cpu_devices", 8)
+print("devices:", len(jax.devices()))
+```
+"""
+
+
+@pytest.fixture(scope="module")
+def passing_book(tmp_path_factory):
+    """``(book, build)``: one build of a book whose every page must build (the true claim,
+    the live warning and tagged error, eight devices after a page that used JAX): one
+    jupyter-book run instead of one per case. Each failing case needs a build of its own."""
+    book = tiny_book(tmp_path_factory.mktemp("passing"), EARLIER_PAGE)
+    pages = {"claim": CLAIM.replace("EXPECTED", "84"), "warning": WARNING_AND_RAISE,
+             "sharded": EIGHT_DEVICES_PAGE}
+    for name, body in pages.items():
+        (book / f"{name}.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(body), encoding="utf-8")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: page\nchapters:\n"
+                                   + "".join(f"  - file: {name}\n" for name in pages), encoding="utf-8")
+    return book, build_book(book)
+
+
+def test_a_true_hidden_claim_builds(passing_book):
+    book, result = passing_book
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    built = (book / "_build/html/claim.html").read_text(encoding="utf-8")
+    assert 'The alias covers <span class="pasted-text">84</span> bytes.' in built
 
 
 def test_a_false_hidden_claim_fails_the_build(tmp_path):
@@ -83,10 +121,10 @@ def test_a_false_hidden_claim_fails_the_build(tmp_path):
     assert "AssertionError" in log
 
 
-def test_a_live_warning_and_a_tagged_error_do_not_fail_the_build(tmp_path):
-    result = build_book(tiny_book(tmp_path, WARNING_AND_RAISE))
+def test_a_live_warning_and_a_tagged_error_do_not_fail_the_build(passing_book):
+    book, result = passing_book
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    built = (tmp_path / "_build/html/page.html").read_text(encoding="utf-8")
+    built = (book / "_build/html/warning.html").read_text(encoding="utf-8")
     assert "shown on the page, not a build warning" in built and "expected" in built
 
 
@@ -113,34 +151,10 @@ def test_a_rebuild_with_nothing_changed_executes_no_notebook():
         assert f"book/lessons/{lesson}.md: Using cached notebook" in log, lesson
 
 
-# --------------------------------------------------------------------------- lesson 5
-EARLIER_PAGE = """
-# Uses JAX first
-
-```{code-cell} ipython3
-import jax.numpy as jnp
-print(float(jnp.ones(3).sum()))
-```
-"""
-
-EIGHT_DEVICES_PAGE = """
-# Asks for eight devices
-
-```{code-cell} ipython3
-import jax
-jax.config.update("jax_num_cpu_devices", 8)
-print("devices:", len(jax.devices()))
-```
-"""
-
-
-def test_a_later_page_gets_a_fresh_kernel_for_jax_num_cpu_devices(tmp_path):
+def test_a_later_page_gets_a_fresh_kernel_for_jax_num_cpu_devices(passing_book):
     # The sharded_state lesson sets jax_num_cpu_devices in its first cell, which
     # raises in a kernel where JAX already ran: the build must give each page its own.
-    book = tiny_book(tmp_path, EARLIER_PAGE)
-    (book / "sharded.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(EIGHT_DEVICES_PAGE), encoding="utf-8")
-    (book / "_toc.yml").write_text("format: jb-book\nroot: page\nchapters:\n  - file: sharded\n", encoding="utf-8")
-    result = build_book(book)
+    book, result = passing_book  # its first page uses JAX; "sharded" comes later
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     built = (book / "_build/html/sharded.html").read_text(encoding="utf-8")
     assert "devices: 8" in built

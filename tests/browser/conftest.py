@@ -1,17 +1,17 @@
 """The course site and the learner JupyterLab in a real browser (Debian's Chromium).
 
-One session builds the site (the strict, incremental build ``make book`` runs)
-and starts the course as ``make serve`` does (``scripts/serve.py``, with only the
-README's PORT, GRADER_PORT and JUPYTER_PORT set, to free ports), reading the
-addresses and the token from what it prints. Pages are opened with the query the
-printed site URL carries, as a learner's first visit does; one headless Chromium
-is driven through Playwright. Screenshots go to ``_build/screenshots/``.
+After the session's site build (``built_site`` in tests/conftest.py: the strict,
+incremental build ``make book`` runs), this package starts the course as ``make serve``
+does (``scripts/serve.py``, with only the README's PORT, GRADER_PORT and JUPYTER_PORT
+set, to free ports), reading the addresses and the token from what it prints. Pages are
+opened with the query the printed site URL carries, as a learner's first visit does, in
+the session's one headless Chromium (``browser``, tests/conftest.py), driven through
+Playwright. Screenshots go to ``_build/screenshots/``.
 tests/browser/test_make_serve.py follows ``make serve`` itself on the default ports.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import socket
@@ -24,11 +24,8 @@ from urllib.parse import parse_qs, urlparse, urlsplit
 
 import pytest
 
-from tests.book.sitebuild import HTML, REPO, build_book
+from tests.book.sitebuild import REPO
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
 SCREENSHOTS = REPO / "_build" / "screenshots"
 WAIT_S = 600  # give-up time for servers to answer, not a timing assertion
@@ -69,14 +66,6 @@ class Servers:
         return f"{self.site}{rel}?{self.query}"
 
 
-@pytest.fixture(scope="session")
-def built_html() -> Path:
-    result = build_book(REPO)
-    if result.returncode != 0:
-        pytest.fail(f"the strict site build failed:\n{(result.stdout + result.stderr)[-6000:]}")
-    return HTML
-
-
 def serve_environment(**ports: int) -> dict:
     """The environment make's serve recipe gives scripts/serve.py: the caller's, with the
     venv on PATH and the ports (README: PORT=9000 make serve); no token, no PYTHONPATH."""
@@ -89,7 +78,7 @@ def serve_environment(**ports: int) -> dict:
 
 
 @pytest.fixture(scope="package")
-def servers(built_html):
+def servers(built_site):
     env = serve_environment(PORT=free_port(), GRADER_PORT=free_port(), JUPYTER_PORT=free_port())
     proc = subprocess.Popen([sys.executable, str(REPO / "scripts" / "serve.py")], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -106,25 +95,6 @@ def servers(built_html):
                                       "\n".join(lines))))
     finally:
         stop(proc)
-
-
-@contextlib.contextmanager
-def debian_chromium():
-    """Debian's Chromium, headless, driven by Playwright (also used by tests/hub)."""
-    if not os.path.exists(CHROMIUM):
-        pytest.fail("Chromium is missing: apt-get install -y chromium (.ci/run does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="package")  # one browser for tests/browser, closed before other packages run
-def browser():
-    with debian_chromium() as chromium:
-        yield chromium
 
 
 class Watched:

@@ -76,7 +76,7 @@ class Terminal:
 
 
 @pytest.fixture
-def make_serve(built_html):
+def make_serve(built_site):
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # held until the servers are gone
         busy = [p for p in DEFAULT_PORTS if _listening(p)]

@@ -24,11 +24,11 @@ EXERCISE = "book/exercises/update_with_donate.html"
 
 
 @pytest.fixture(scope="module")
-def other_site(built_html):
+def other_site(built_site):
     """The same site, served from an address the course's servers were not started for."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-                             "--directory", str(built_html)],
+                             "--directory", str(built_site)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield f"http://127.0.0.1:{port}/"
     stop(proc)

@@ -27,10 +27,10 @@ def _remote_assets(html: str) -> list[str]:
     return found
 
 
-def test_no_page_loads_a_script_style_or_font_from_the_internet(built_html):
-    pages = sorted(built_html.rglob("*.html"))
+def test_no_page_loads_a_script_style_or_font_from_the_internet(built_site):
+    pages = sorted(built_site.rglob("*.html"))
     assert len(pages) >= 9
-    problems = {str(p.relative_to(built_html)): _remote_assets(p.read_text(encoding="utf-8")) for p in pages}
+    problems = {str(p.relative_to(built_site)): _remote_assets(p.read_text(encoding="utf-8")) for p in pages}
     assert not {k: v for k, v in problems.items() if v}
 
 
@@ -41,21 +41,21 @@ def test_the_check_catches_a_cdn_script():
     assert not _remote_assets('<a href="https://jax.readthedocs.io/">docs</a><script src="_static/x.js"></script>')
 
 
-def test_thebe_is_served_by_the_site(built_html):
-    index = built_html / "_static" / "thebe" / "index.js"
+def test_thebe_is_served_by_the_site(built_site):
+    index = built_site / "_static" / "thebe" / "index.js"
     assert index.is_file() and index.stat().st_size > 100_000
-    assert (built_html / "_static" / "thebe" / "thebe.css").is_file()
-    runner = (built_html / "_static" / "course-run.js").read_text(encoding="utf-8")
+    assert (built_site / "_static" / "thebe" / "thebe.css").is_file()
+    runner = (built_site / "_static" / "course-run.js").read_text(encoding="utf-8")
     assert 'STATIC + "thebe/index.js"' in runner
-    lesson = (built_html / "book/lessons/donate_argnums.html").read_text(encoding="utf-8")
+    lesson = (built_site / "book/lessons/donate_argnums.html").read_text(encoding="utf-8")
     assert "course-run.js" in lesson and "unpkg" not in lesson and "sphinx-thebe.js" not in lesson
 
 
-def test_lesson_notebooks_are_in_the_site(built_html):
+def test_lesson_notebooks_are_in_the_site(built_site):
     from tests.book.sitebuild import LESSONS, REPO
 
     for lesson in LESSONS:
-        nb = json.loads((built_html / "_notebooks" / "lessons" / f"{lesson}.ipynb").read_text())
+        nb = json.loads((built_site / "_notebooks" / "lessons" / f"{lesson}.ipynb").read_text())
         assert nb["metadata"]["kernelspec"]["name"] == "python3"
         assert any(c["cell_type"] == "code" and "jax" in "".join(c["source"]) for c in nb["cells"])
         # JupyterLab renders the prose: no MyST role, target or directive is left raw,
@@ -91,7 +91,7 @@ def test_jupyterlab_answers_the_site_with_its_token_only(servers):
     assert lab_status == 200
 
 
-def test_no_page_shows_a_path_of_the_machine_that_built_it(built_html):
+def test_no_page_shows_a_path_of_the_machine_that_built_it(built_site):
     """Warnings on lesson pages show their message, not "/.../mlir.py:1365: UserWarning"."""
     import os
     import sys
@@ -100,20 +100,20 @@ def test_no_page_shows_a_path_of_the_machine_that_built_it(built_html):
 
     machine = {str(REPO), os.path.realpath(sys.prefix), sys.base_prefix, "site-packages"}
     found = {}
-    for page in sorted(built_html.rglob("*.html")):
+    for page in sorted(built_site.rglob("*.html")):
         text = page.read_text(encoding="utf-8")
         hits = sorted(m for m in machine if m in text)
         if hits:
-            found[str(page.relative_to(built_html))] = hits
+            found[str(page.relative_to(built_site))] = hits
     assert not found
-    lesson = (built_html / "book/lessons/donate_argnums.html").read_text(encoding="utf-8")
+    lesson = (built_site / "book/lessons/donate_argnums.html").read_text(encoding="utf-8")
     assert "UserWarning: Some donated buffers were not usable" in lesson  # the message stays
 
 
-def test_the_site_serves_the_current_course_scripts(built_html):
+def test_the_site_serves_the_current_course_scripts(built_site):
     """A changed book/_static file reaches the site even when no page changed."""
     from tests.book.sitebuild import REPO
 
     stale = [p.name for p in sorted((REPO / "book" / "_static").iterdir())
-             if p.read_bytes() != (built_html / "_static" / p.name).read_bytes()]
+             if p.read_bytes() != (built_site / "_static" / p.name).read_bytes()]
     assert not stale

@@ -14,18 +14,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.browser.conftest import debian_chromium, screenshot
+from tests.browser.conftest import screenshot
 
 WAIT_MS = 300_000  # give-up time for servers and kernels, not a timing assertion
 ANSWER = (Path(__file__).resolve().parents[1] / "grading" / "samples" / "reference.py").read_text()
 LESSON = "book/lessons/donate_argnums.html"
 EXERCISE = "update_with_donate"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with debian_chromium() as chromium:
-        yield chromium
 
 
 def browser_sign_in(browser, hub, account):

@@ -95,7 +95,7 @@ SHAPES = {
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_no_body_gets_a_500(store_service, shape):
     body, want_status, want_code = SHAPES[shape]
-    before = store_service.rows()
+    before = store_service.settled_rows()
     status, _, answer = http("POST", store_service.url + "/api/submissions", body)
     assert (status, answer["code"]) == (want_status, want_code), answer
     assert answer["error"]

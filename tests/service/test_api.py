@@ -97,7 +97,7 @@ BAD = {
 @pytest.mark.parametrize("case", sorted(BAD))
 def test_bad_requests_are_refused_and_change_nothing(store_service, case):
     body, want_status, want_code = BAD[case]
-    before = store_service.rows()
+    before = store_service.settled_rows()
     status, headers, answer = _post(store_service, body)
     assert (status, answer["code"]) == (want_status, want_code), answer
     assert answer["error"] and headers["Content-Type"].startswith("application/json")
@@ -105,7 +105,7 @@ def test_bad_requests_are_refused_and_change_nothing(store_service, case):
 
 
 def test_wrong_content_type_is_refused(store_service):
-    before = store_service.rows()
+    before = store_service.settled_rows()
     body = json.dumps({"exercise": ASSIGNMENT, "learner": "eve", "notebook": {"cells": []}})
     status, _, answer = _post(store_service, body.encode(), "text/plain")
     assert (status, answer["code"]) == (415, "bad_content_type")

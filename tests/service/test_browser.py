@@ -1,7 +1,7 @@
 """The exercise page in a real Chromium: pick the notebook, submit, read the feedback.
 
-The site is built with the same strict jupyter-book command as ``make book``
-(incremental) and served on a free port; the page talks to the test service
+The session's site build (``built_site``: the strict, incremental command of
+``make book``) is served on a free port; the page talks to the test service
 through CORS, found via ``?grader=<url>`` given once, on another page of the
 site (as in the URL ``make serve`` prints), and remembered.
 """
@@ -14,20 +14,16 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.book.sitebuild import HTML, REPO, build_book
-from tests.browser.conftest import debian_chromium
 from tests.service.conftest import notebook_with
 
 PAGE = "book/exercises/update_with_donate.html"
 
 
 @pytest.fixture(scope="module")
-def site(site_port):
-    """``_build/html`` brought up to date and served at http://127.0.0.1:<site_port>/."""
-    build = build_book(REPO, timeout=1200)
-    assert build.returncode == 0, (build.stdout + build.stderr)[-4000:]
+def site(built_site, site_port):
+    """The session's site build, served at http://127.0.0.1:<site_port>/."""
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(site_port), "--bind",
-                             "127.0.0.1", "--directory", str(HTML)],
+                             "127.0.0.1", "--directory", str(built_site)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{site_port}/"
     for _ in range(100):
@@ -39,12 +35,6 @@ def site(site_port):
     yield url
     proc.terminate()
     proc.wait()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with debian_chromium() as chromium:
-        yield chromium
 
 
 def test_submit_from_the_exercise_page(site, service, browser, course_template, tmp_path):

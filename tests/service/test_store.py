@@ -9,7 +9,7 @@ from autograder.service.store import Caps, Refusal, Store
 NB = b'{"cells": []}'
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store(request, tmp_path):
     url = tmp_path / "grading.db" if request.param == "sqlite" else request.getfixturevalue(
         "pg_url")()

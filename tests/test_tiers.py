@@ -1,0 +1,28 @@
+"""tests/tiers.py names only what exists: a fixture or test renamed without it would
+silently drop its slow tier, and the fast tier would start a build or a server."""
+import importlib
+
+import pytest
+
+from tests import tiers
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize("name", sorted(tiers.FIXTURES))
+def test_each_tiered_fixture_exists(name):
+    module, func = name.rsplit(".", 1)
+    assert hasattr(importlib.import_module(module), func), f"tests/tiers.py: no fixture {name}"
+
+
+@pytest.mark.parametrize("prefix", sorted(tiers.NODES))
+def test_each_tiered_node_exists(prefix):
+    path, _, test = prefix.partition("::")
+    assert (REPO / path).exists(), f"tests/tiers.py: no {path}"
+    if test:
+        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        assert any(n.startswith(test) for n in vars(module)), f"tests/tiers.py: no test {prefix}"
+
+
+def test_each_tier_is_declared(pytestconfig):
+    used = set().union(*tiers.FIXTURES.values(), *tiers.NODES.values())
+    assert used == tiers.declared(pytestconfig)

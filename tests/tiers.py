@@ -1,0 +1,92 @@
+"""Which slow tier each test belongs to, decided by what it starts.
+
+The markers are declared in pytest.ini; ``--fast`` (``make test-fast``) runs only
+the tests that have none of them. A test
+gets a tier's marker when it uses (directly or through another fixture) a
+fixture listed here, or lives in a module listed here, or its node id starts
+with an entry here (for a test that starts the thing in its own body). Tests
+are not edited to be tiered: a new test that uses ``built_site`` is in ``book``
+without saying so. The hook is :func:`mark`, called from tests/conftest.py.
+"""
+from __future__ import annotations
+
+import configparser
+
+# fixture ("module.function" of its definition) -> tiers of what it starts
+FIXTURES = {
+    "tests.conftest.built_site": {"book"},
+    "tests.conftest.chromium": {"browser"},
+    "tests.browser.conftest.servers": {"service"},  # scripts/serve.py: site, grader, JupyterLab
+    "tests.grading.test_agreement.graded": {"grader", "nbgrader"},
+    "tests.grading.test_exercises.graded": {"grader"},
+    "tests.grading.test_samples.graded": {"grader"},
+    "tests.grading.test_samples.autograded": {"nbgrader"},
+    "tests.grading.test_hostile.hostile": {"grader"},
+    "tests.grading.test_gradescope.zips": {"grader"},
+    "tests.grading.test_gradescope.hostile_zip": {"grader"},
+    "tests.service.conftest.service": {"service"},
+    "tests.service.conftest.new_service": {"service"},
+    "tests.service.conftest.store_service": {"service"},  # its PostgreSQL case: marked by its param
+    "tests.service.conftest.worker": {"service"},
+    "tests.service.conftest.postgres": {"postgres"},
+    "tests.hub.conftest.hub": {"hub", "book"},  # make hub builds the site first
+}
+
+# node id prefix (a folder, a module, or a test) -> tiers of what it starts in its body
+NODES = {
+    "tests/hub/": {"hub"},
+    "tests/ci/": {"ci"},  # .ci/run in a private mount namespace (root, unshare)
+    "tests/book/test_book_build.py": {"book"},  # builds small books of its own
+    "tests/book/test_serve.py::test_every_printed_url": {"service"},
+    "tests/grading/test_cli.py": {"grader"},
+    "tests/grading/test_messages.py": {"grader"},
+    "tests/grading/test_parallel.py": {"grader"},
+    "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},
+    "tests/grading/test_exercises.py::test_plain_python_reference": {"grader"},
+    "tests/grading/test_exercises.py::test_nbgrader_autograde": {"nbgrader"},
+    "tests/grading/test_hostile.py::test_escaped_children": {"grader"},
+    "tests/grading/test_hostile.py::test_killed_mid_class": {"grader"},
+    "tests/grading/test_hostile.py::test_orphaned_supervisor": {"grader"},
+    "tests/grading/test_hostile.py::test_forged_observations": {"grader"},
+    "tests/grading/test_gradescope.py": {"grader"},
+}
+
+
+def tiers_of(item) -> set[str]:
+    """The slow tiers ``item`` (a collected test) belongs to."""
+    found = set()
+    for defs in item._fixtureinfo.name2fixturedefs.values():
+        for fixturedef in defs:
+            func = getattr(fixturedef.func, "__wrapped__", fixturedef.func)
+            found |= FIXTURES.get(f"{func.__module__}.{func.__name__}", set())
+    for prefix, tiers in NODES.items():
+        if item.nodeid.startswith(prefix):
+            found |= tiers
+    return found
+
+
+def declared(config) -> set[str]:
+    """The tiers: the markers pytest.ini itself declares (``getini("markers")`` also has
+    those plugins register)."""
+    ini = configparser.ConfigParser()
+    ini.read(config.inipath)
+    return {line.split(":")[0].strip() for line in ini["pytest"]["markers"].splitlines() if line.strip()}
+
+
+def mark(config, items, pytest) -> None:
+    """Add each item's tier markers; with ``--fast``, deselect every tiered test
+    (pytest_collection_modifyitems)."""
+    slow = declared(config)
+    fast, deselected = [], []
+    for item in items:
+        tiers = tiers_of(item)
+        unknown = tiers - slow
+        if unknown:
+            raise pytest.UsageError(f"tests/tiers.py names tiers pytest.ini does not declare: {unknown}")
+        for tier in sorted(tiers):
+            item.add_marker(getattr(pytest.mark, tier))
+        tiers |= {m.name for m in item.iter_markers()} & slow  # a param's own mark
+        (deselected if tiers else fast).append(item)
+    if config.getoption("fast"):
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = fast
