@@ -16,7 +16,8 @@ from nbgrader.api import Gradebook
 from autograder.grade import hidden_tests
 from tests.conftest import REPO, nbgrader
 from tests.grading.helpers import expected, released_notebook, samples_dir, submitted_tree
-from tests.grading.test_samples import results, run_autograder
+from tests.conftest import grader_cli
+from tests.grading.test_samples import results
 
 NEW = ("donation_report", "fix_training_loop", "silent_donation")
 SOLUTION_MARKERS = {"donation_report": "lands_in",
@@ -37,7 +38,7 @@ def graded(released_course, tmp_path_factory):
                 "submitted", "autograded", "feedback"))
             submitted_tree(course, course / "submitted", assignment=assignment)
             out = tmp_path_factory.mktemp(f"grades_{assignment}")
-            proc = run_autograder(course / "submitted", "--out", out, "--timeout", "60")
+            proc = grader_cli(course / "submitted", "--out", out, "--timeout", "60")
             done[assignment] = course, out, proc
         return done[assignment]
 
@@ -114,7 +115,7 @@ def test_feedback_says_what_was_checked_and_hides_test_source(graded, assignment
 
 @pytest.mark.parametrize("assignment", NEW)
 def test_plain_python_reference_gets_full_marks(assignment, tmp_path):
-    proc = run_autograder(samples_dir(assignment) / "reference.py", "--exercise", assignment,
+    proc = grader_cli(samples_dir(assignment) / "reference.py", "--exercise", assignment,
                           "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert results(tmp_path, "reference")["score"] == 10

@@ -11,7 +11,8 @@ import pytest
 from autograder.grade import NOT_RUN, hidden_tests
 from autograder.submission import MAX_FILE_BYTES
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.grading.test_samples import results, run_autograder
+from tests.conftest import grader_cli
+from tests.grading.test_samples import results
 
 
 def _texts(result):
@@ -21,7 +22,7 @@ def _texts(result):
 def test_the_stub_is_said_to_be_unattempted_once(released_course, tmp_path):
     path = tmp_path / "update_with_donate.ipynb"
     path.write_text(json.dumps(released_notebook(released_course)))
-    assert run_autograder(path, "--out", tmp_path / "out").returncode == 0
+    assert grader_cli(path, "--out", tmp_path / "out").returncode == 0
     result = results(tmp_path / "out", "update_with_donate")
     said = " ".join(_texts(result))
     assert said.count("not attempted") == 1, said
@@ -30,7 +31,7 @@ def test_the_stub_is_said_to_be_unattempted_once(released_course, tmp_path):
 
 
 def test_a_syntax_error_is_said_before_what_it_left_undefined(tmp_path):
-    proc = run_autograder(SAMPLES / "syntax_error.py", "--out", tmp_path)
+    proc = grader_cli(SAMPLES / "syntax_error.py", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     output = results(tmp_path, "syntax_error")["output"]
     assert "has a syntax error at line 6" in output.split(";")[0], output
@@ -38,7 +39,7 @@ def test_a_syntax_error_is_said_before_what_it_left_undefined(tmp_path):
 
 
 def test_a_graded_result_says_how_many_checks_passed(tmp_path):
-    proc = run_autograder(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", tmp_path)
+    proc = grader_cli(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert results(tmp_path, "reference")["output"] == "All 8 checks passed."
     assert results(tmp_path, "no_donation")["output"] == "5 of 8 checks passed."
@@ -50,7 +51,7 @@ def test_a_notebook_for_another_exercise_is_named(released_course, tmp_path, oth
     """Uploaded to update_with_donate's form (here: --exercise), it is not called a stub."""
     path = tmp_path / f"{other}.ipynb"
     path.write_text(json.dumps(released_notebook(released_course, other)))
-    proc = run_autograder(path, "--exercise", "update_with_donate", "--out", tmp_path / "out")
+    proc = grader_cli(path, "--exercise", "update_with_donate", "--out", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     result = results(tmp_path / "out", other)
     assert result["extra_data"]["status"] == "wrong exercise"
@@ -67,7 +68,7 @@ def test_a_file_too_large_even_for_outputs_says_to_clear_them(released_course, t
                           "text": "x" * (MAX_FILE_BYTES + 2**20)}]
     path = tmp_path / "huge.ipynb"
     path.write_text(json.dumps(nb))
-    assert run_autograder(path, "--out", tmp_path / "out").returncode == 0
+    assert grader_cli(path, "--out", tmp_path / "out").returncode == 0
     result = results(tmp_path / "out", "huge")
     assert result["extra_data"]["status"] == "unreadable"
     mib = -(-path.stat().st_size // 2**20)  # rounded up
