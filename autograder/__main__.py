@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
 
-from autograder import defaults, pipeline, results, sandbox, submission
+from autograder import defaults, load, pipeline, results, sandbox
 
 
 def parse(argv):
@@ -25,7 +25,7 @@ def parse(argv):
                                        "builds a Gradescope autograder zip (see its --help).")
     p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
-    p.add_argument("--exercise", choices=submission.EXERCISES, help="default: from the path")
+    p.add_argument("--exercise", choices=load.EXERCISES, help="default: from the path")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
     p.add_argument("--timeout", type=float, default=defaults.CLI_TIMEOUT_S,
                    help=f"seconds per submission (default {defaults.CLI_TIMEOUT_S:g})")
@@ -46,15 +46,15 @@ def main(argv=None):
     if missing:  # a typo must not become a learner's zero
         print(f"no such file or folder: {', '.join(missing)}; nothing graded", file=sys.stderr)
         return 2
-    found, skipped = submission.find(args.paths)
+    found, skipped = load.find(args.paths)
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
-    exercises = {args.exercise or submission.exercise_for(p, a) for _, p, a in found}
+    exercises = {args.exercise or load.exercise_for(p, a) for _, p, a in found}
     sandbox.shared().launch(sorted(exercises))  # imports JAX while we read the submissions
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     os.makedirs(args.out, exist_ok=True)
     sandbox.protect(args.out)
-    subs = [submission.load(name, path, assignment, args.exercise)
+    subs = [load.read(name, path, assignment, args.exercise)
             for name, path, assignment in found]
     if not subs:
         print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)

@@ -3,7 +3,7 @@
 The command line (:mod:`autograder.__main__`) grades whole classes; this is
 the same pipeline for a single file, returning Gradescope results as a dict.
 """
-from autograder import pipeline, sandbox, submission
+from autograder import load, pipeline, sandbox
 
 
 def grade_file(path, name, exercise=None, limits=None, slot=0):
@@ -16,5 +16,5 @@ def grade_file(path, name, exercise=None, limits=None, slot=0):
     :func:`autograder.sandbox.protect` once before grading.
     """
     limits = limits or sandbox.Limits()
-    sub = submission.load(name, path, None, exercise)
+    sub = load.read(name, path, None, exercise)
     return pipeline.grade(sub, limits, slot, pipeline.digest(sub, limits))

@@ -26,7 +26,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder import pipeline, results, sandbox, submission
+from autograder import load, pipeline, results, sandbox
 
 ROOT_ENV = "GRADESCOPE_ROOT"
 VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
@@ -86,8 +86,8 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     subprocess.CalledProcessError when the exercise's probe, hidden tests or
     notebook imports cannot be imported here.
     """
-    if exercise not in submission.EXERCISES:
-        raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(submission.EXERCISES)}")
+    if exercise not in load.EXERCISES:
+        raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(load.EXERCISES)}")
     limits = limits or sandbox.Limits()
     modules, dists = _imports(exercise)
     args = (f"{exercise} --visibility {visibility} --timeout {limits.seconds:g} "
@@ -118,7 +118,7 @@ def build(exercise, out_dir, visibility="visible", limits=None):
 def _read_only_notebook(exercise):
     """The instructor's read-only cells (what grading restores), as a notebook's JSON."""
     cells = [{**c, **({"outputs": [], "execution_count": None} if c["cell_type"] == "code" else {})}
-             for c in submission.instructor_cells(exercise).values()]
+             for c in load.instructor_cells(exercise).values()]
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4},
                       indent=1) + "\n"
 
@@ -158,7 +158,7 @@ def _imports(exercise):
 
 def _notebook_imports(exercise):
     """Top-level packages the exercise's source notebook imports (never ``autograder``)."""
-    path = submission.SOURCE / exercise / f"{exercise}.ipynb"
+    path = load.SOURCE / exercise / f"{exercise}.ipynb"
     names = set()
     for cell in json.loads(path.read_text("utf-8"))["cells"]:
         if cell["cell_type"] != "code":
@@ -238,14 +238,14 @@ def _grade_upload(root, exercise, limits):
     upload, out = root / "submission", root / "results"
     out.mkdir(parents=True, exist_ok=True)
     sandbox.protect(out)
-    found = submission.find([upload])[0] if upload.is_dir() else []
+    found = load.find([upload])[0] if upload.is_dir() else []
     found = [f for f in found if not any(p.startswith((".", "__MACOSX"))
                                          for p in f[1].relative_to(upload).parts)]
     if len(found) == 1:
         name, path, _ = found[0]
-        sub = submission.load(name, path, None, exercise)
+        sub = load.read(name, path, None, exercise)
     else:
-        sub = submission.Submission(name="submission", path=upload, exercise=exercise,
+        sub = load.Submission(name="submission", path=upload, exercise=exercise,
                                     unreadable=_upload_problem(upload, found, exercise))
     if not sub.unreadable and sub.attempted:  # else nothing runs: no need for JAX
         sandbox.shared().launch([exercise])
@@ -270,7 +270,7 @@ def build_main(argv):
     """``python -m autograder gradescope EXERCISE --out DIR``: build one zip."""
     p = argparse.ArgumentParser(prog="python -m autograder gradescope",
                                 description="Write DIR/EXERCISE-gradescope.zip for Gradescope.")
-    p.add_argument("exercise", choices=submission.EXERCISES)
+    p.add_argument("exercise", choices=load.EXERCISES)
     p.add_argument("--out", required=True, help="folder for the zip")
     _limit_options(p, "the hidden tests' visibility for learners (default: visible)")
     args = p.parse_args(argv)
@@ -290,7 +290,7 @@ def main(argv=None):
     """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope")
     p.add_argument("command", choices=["run"])
-    p.add_argument("exercise", choices=submission.EXERCISES)
+    p.add_argument("exercise", choices=load.EXERCISES)
     _limit_options(p, "each hidden test's visibility")
     args = p.parse_args(argv)
     root = Path(os.environ.get(ROOT_ENV) or "/autograder")

@@ -67,14 +67,14 @@ def check(exercise, test_name, ns=None):
     Prints "Passed: ..." on success; on failure writes :data:`FAILED`, the
     test's title and its feedback to stderr, which scores the cell 0.
     """
-    from autograder import grade
+    from autograder import judge
 
     ns = ns if ns is not None else sys._getframe(1).f_globals
-    title = getattr(grade.hidden_module(exercise), test_name).title
+    title = getattr(judge.hidden_module(exercise), test_name).title
     obs = observations(exercise, ns)
     if "missing" in obs:
         return _failed(title, f"`{obs['missing']}` is not defined")
-    message = grade.run_test(exercise, test_name, obs, SEED)
+    message = judge.run_test(exercise, test_name, obs, SEED)
     if message is not None:
         return _failed(title, message)
     print(f"Passed: {title}.")

@@ -1,8 +1,8 @@
 """The grading pipeline, in order, for one submission:
 
-1. :mod:`~autograder.submission` reads the hand-in (no learner code runs);
+1. :mod:`~autograder.load` reads the hand-in (no learner code runs);
 2. :mod:`~autograder.sandbox` runs its code and the probes in a limited process;
-3. :mod:`~autograder.grade` judges the observations with the hidden tests;
+3. :mod:`~autograder.judge` judges the observations with the hidden tests;
 4. :mod:`~autograder.results` writes Gradescope results atomically.
 
 :func:`grade` does steps 2-3 and is safe to call from worker threads (the
@@ -15,7 +15,7 @@ import hashlib
 import time
 from pathlib import Path
 
-from autograder import grade as hidden, results, sandbox
+from autograder import judge as hidden, results, sandbox
 
 
 @functools.lru_cache(maxsize=1)

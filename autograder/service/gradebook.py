@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.grade import hidden_tests
+from autograder.judge import hidden_tests
 from autograder.results import atomic_write
 
 

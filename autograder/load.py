@@ -108,7 +108,7 @@ def _files(root, skipped):
     return files
 
 
-def load(name, path, assignment=None, exercise=None):
+def read(name, path, assignment=None, exercise=None):
     """Read one submission; see :class:`Submission`. Never raises on bad input."""
     path = Path(path)
     exercise = exercise or exercise_for(path, assignment)
