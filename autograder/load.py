@@ -109,12 +109,25 @@ def _files(root, skipped):
 
 
 def read(name, path, assignment=None, exercise=None):
-    """Read one submission; see :class:`Submission`. Never raises on bad input."""
+    """Read one submission file; see :class:`Submission`. Never raises on bad input."""
     path = Path(path)
     exercise = exercise or exercise_for(path, assignment)
     sub = Submission(name=name, path=path, exercise=exercise)
     try:
         _read(sub, path)
+    except Exception as exc:  # a promise: bad input never crashes the class run
+        sub.unreadable = f"notebook could not be read: {type(exc).__name__}"
+    return sub
+
+
+def from_bytes(name, raw, exercise, filename):
+    """A submission from bytes in hand (``filename``'s suffix says notebook or ``.py``).
+
+    What :func:`read` does after opening the file; never raises on bad input.
+    """
+    sub = Submission(name=name, path=Path(filename), exercise=exercise)
+    try:
+        _parse(sub, raw)
     except Exception as exc:  # a promise: bad input never crashes the class run
         sub.unreadable = f"notebook could not be read: {type(exc).__name__}"
     return sub
@@ -130,7 +143,11 @@ def _read(sub, path):
     except OSError as exc:
         sub.unreadable = f"the file could not be opened: {exc.strerror}"
         return
-    size = max(size, len(raw))
+    _parse(sub, raw, max(size, len(raw)))
+
+
+def _parse(sub, raw, size=None):
+    size = len(raw) if size is None else size
     if size > MAX_FILE_BYTES:
         sub.unreadable = (f"the file is {_mib(size)}, over the {_mib(MAX_FILE_BYTES)} limit for "
                           f"a notebook file (saved outputs count there): {CLEAR_OUTPUTS}")
@@ -141,8 +158,8 @@ def _read(sub, path):
     except UnicodeDecodeError as exc:
         sub.unreadable = f"notebook could not be read: it is not UTF-8 text (bad byte at position {exc.start})"
         return
-    if path.suffix == ".py":
-        sub.cells = [Cell(label=path.name, source=text)]
+    if sub.path.suffix == ".py":
+        sub.cells = [Cell(label=sub.path.name, source=text)]
     else:
         _read_notebook(sub, text)
     code = sum(len(c.source.encode("utf-8", "replace")) for c in sub.cells)
