@@ -1,7 +1,9 @@
 """Step 1 of grading: turn what a learner handed in into code to run.
 
 A submission is a notebook (``.ipynb``, as a learner hands it in or inside an
-nbgrader ``submitted/<student>/<assignment>/`` tree) or a plain ``.py`` file.
+nbgrader ``submitted/<student>/<assignment>/`` tree) or a plain ``.py`` file,
+read from disk (:func:`read`) or from bytes in hand (:func:`from_bytes`: the
+grading service's stored notebook, parsed once, never written to a file).
 Loading never runs learner code and never raises on bad input: problems are
 returned as plain-words messages on the :class:`Submission`.
 """
