@@ -126,3 +126,12 @@ def test_loading_bytes_matches_loading_the_file(tmp_path):
         (from_file.cells, from_file.sha256, from_file.unreadable, from_file.attempted)
     assert pipeline.load_bytes("ada", b"\xff", ASSIGNMENT, "a.ipynb").unreadable.startswith(
         "notebook could not be read: it is not UTF-8")
+
+
+def test_no_other_module_builds_gradescope_entries():
+    """Gradescope's per-test and timing keys are written in results.py alone."""
+    from tests.conftest import REPO
+
+    makers = sorted(str(p.relative_to(REPO)) for p in (REPO / "autograder").rglob("*.py")
+                    if any(key in p.read_text() for key in ('"visibility":', '"execution_time":')))
+    assert makers == ["autograder/results.py"]
