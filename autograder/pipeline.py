@@ -9,8 +9,9 @@
 The command line (:mod:`autograder.__main__`), the grading service
 (:mod:`autograder.service.grader`) and Gradescope's ``run_autograder``
 (:mod:`autograder.gradescope`) grade through these functions (the benchmarks
-time the command line and the service); ``nbgrader autograde``'s kernels run steps 2-3 in-kernel through
-:func:`observe` and :func:`check` (:mod:`autograder.nbgrader_bridge`).
+time the command line and the service); ``nbgrader autograde``'s kernels run
+steps 2-3 in-kernel through :func:`observe` and :func:`check`
+(:mod:`autograder.nbgrader_bridge`).
 
 :func:`grade` does steps 2-3 and is safe to call from grading threads (the
 learner's process does the work; judging is plain function calls); the caller
