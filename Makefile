@@ -81,10 +81,10 @@ test-fast: venv
 	@echo "==> running the fast tier (make test runs every tier)"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests --fast --random-order-bucket=global
 
-# The exercise list is autograder/submission.py's EXERCISES: a new exercise gets its zip.
+# The exercise list is autograder/load.py's EXERCISES: a new exercise gets its zip.
 gradescope: venv
 	@echo "==> building Gradescope autograders into $(GRADESCOPE_OUT)/"
-	@for ex in $$(JAX_PLATFORMS=cpu $(BIN)/python -c "from autograder.submission import EXERCISES; print(*EXERCISES)"); do \
+	@for ex in $$(JAX_PLATFORMS=cpu $(BIN)/python -c "from autograder.load import EXERCISES; print(*EXERCISES)"); do \
 	  JAX_PLATFORMS=cpu $(BIN)/python -m autograder gradescope "$$ex" --out "$(GRADESCOPE_OUT)" \
 	    --visibility "$(GRADESCOPE_VISIBILITY)" || exit 1; done
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
 
-from autograder import defaults, pipeline, results, sandbox, submission
+from autograder import defaults, load, pipeline, sandbox
 
 
 def parse(argv):
@@ -25,7 +25,7 @@ def parse(argv):
                                        "builds a Gradescope autograder zip (see its --help).")
     p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
-    p.add_argument("--exercise", choices=submission.EXERCISES, help="default: from the path")
+    p.add_argument("--exercise", choices=load.EXERCISES, help="default: from the path")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
     p.add_argument("--timeout", type=float, default=defaults.CLI_TIMEOUT_S,
                    help=f"seconds per submission (default {defaults.CLI_TIMEOUT_S:g})")
@@ -46,15 +46,14 @@ def main(argv=None):
     if missing:  # a typo must not become a learner's zero
         print(f"no such file or folder: {', '.join(missing)}; nothing graded", file=sys.stderr)
         return 2
-    found, skipped = submission.find(args.paths)
+    found, skipped = pipeline.find(args.paths)
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
-    exercises = {args.exercise or submission.exercise_for(p, a) for _, p, a in found}
-    sandbox.shared().launch(sorted(exercises))  # imports JAX while we read the submissions
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     os.makedirs(args.out, exist_ok=True)
-    sandbox.protect(args.out)
-    subs = [submission.load(name, path, assignment, args.exercise)
+    # The zygote imports JAX while the submissions are read.
+    pipeline.prepare({args.exercise or pipeline.exercise_for(p, a) for _, p, a in found}, args.out)
+    subs = [pipeline.load(name, path, assignment, args.exercise)
             for name, path, assignment in found]
     if not subs:
         print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)
@@ -62,14 +61,14 @@ def main(argv=None):
     todo = []
     for sub in subs:
         digest = pipeline.digest(sub, limits)
-        done = results.read_results(args.out, sub.name)
-        if not args.force and done and done.get("extra_data", {}).get("digest") == digest:
+        done = None if args.force else pipeline.reported(args.out, sub.name, digest)
+        if done:
             print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
             continue
         todo.append((sub, digest))
     hide = pipeline.hidden_dirs([*args.paths, args.out])
     failures = _grade_all(todo, limits, args, hide)
-    results.write_summary(args.out)
+    pipeline.summarize(args.out)
     return 1 if failures else 0
 
 
@@ -100,18 +99,18 @@ def _grade_all(todo, limits, args, hide):
 
 def _finish(sub, digest, future, out_dir, bar):
     try:
-        data = future.result()
+        result = future.result()
     except Exception as exc:  # a grader fault must still give this learner a result
-        data = pipeline.grader_fault(sub.exercise, exc, digest)
+        result = pipeline.grader_fault(sub.exercise, exc, digest)
     try:
-        results.write_results(out_dir, sub.name, data)
+        pipeline.report(out_dir, sub.name, result)
     except OSError as exc:
         print(f"{sub.name}: could not write results ({exc})", file=sys.stderr)
         return 1
-    status, output = data["extra_data"]["status"], data["output"]
-    bar.write(f"{sub.name}: {data['score']:g}/{data['max_score']:g} {status} "
-              f"({data['execution_time']:.1f} s)"
-              + ("" if status == "graded" else f" - {output.splitlines()[0]}"), file=sys.stdout)
+    bar.write(f"{sub.name}: {result.score:g}/{result.max_score:g} {result.status} "
+              f"({result.seconds:.1f} s)"
+              + ("" if result.status == "graded" else f" - {result.output.splitlines()[0]}"),
+              file=sys.stdout)
     sys.stdout.flush()
     return 0
 

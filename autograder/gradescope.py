@@ -13,10 +13,12 @@ learner's files in ``/autograder/submission`` and reads
 The zip holds the grader modules grading imports, this exercise's probe and
 hidden tests only, the instructor's read-only cells (never a solution cell)
 and the pins of requirements.txt that grading needs. :func:`run` is what
-``run_autograder`` calls: steps 1-3 of :mod:`autograder.pipeline`, unchanged.
+``run_autograder`` calls: :mod:`autograder.pipeline`'s steps, unchanged, and
+:func:`for_gradescope` at the edge.
 """
 import argparse
 import ast
+import dataclasses
 import importlib.metadata
 import json
 import os
@@ -26,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder import pipeline, results, sandbox, submission
+from autograder import load, pipeline, results, sandbox
 
 ROOT_ENV = "GRADESCOPE_ROOT"
 VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
@@ -86,14 +88,14 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     subprocess.CalledProcessError when the exercise's probe, hidden tests or
     notebook imports cannot be imported here.
     """
-    if exercise not in submission.EXERCISES:
-        raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(submission.EXERCISES)}")
+    if exercise not in load.EXERCISES:
+        raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(load.EXERCISES)}")
     limits = limits or sandbox.Limits()
     modules, dists = _imports(exercise)
     args = (f"{exercise} --visibility {visibility} --timeout {limits.seconds:g} "
             f"--memory-mib {limits.memory_mib}")
     fallback = pipeline.grader_fault(exercise, RuntimeError("run_autograder could not start"))
-    fallback = for_gradescope(dict(fallback, output=NOT_GRADED), visibility)
+    fallback = for_gradescope(dataclasses.replace(fallback, output=NOT_GRADED), visibility)
     files = {"setup.sh": SETUP_SH,
              "run_autograder": RUN_AUTOGRADER.format(args=args,
                                                      fallback=json.dumps(fallback)),
@@ -118,7 +120,7 @@ def build(exercise, out_dir, visibility="visible", limits=None):
 def _read_only_notebook(exercise):
     """The instructor's read-only cells (what grading restores), as a notebook's JSON."""
     cells = [{**c, **({"outputs": [], "execution_count": None} if c["cell_type"] == "code" else {})}
-             for c in submission.instructor_cells(exercise).values()]
+             for c in load.instructor_cells(exercise).values()]
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4},
                       indent=1) + "\n"
 
@@ -158,7 +160,7 @@ def _imports(exercise):
 
 def _notebook_imports(exercise):
     """Top-level packages the exercise's source notebook imports (never ``autograder``)."""
-    path = submission.SOURCE / exercise / f"{exercise}.ipynb"
+    path = load.SOURCE / exercise / f"{exercise}.ipynb"
     names = set()
     for cell in json.loads(path.read_text("utf-8"))["cells"]:
         if cell["cell_type"] != "code":
@@ -205,50 +207,49 @@ def pins(dists):
     return "".join(line + "\n" for key, line in lines.items() if key in keys)
 
 
-def for_gradescope(data, visibility):
-    """A results.json dict cut to Gradescope's documented fields.
+def for_gradescope(result, visibility):
+    """Gradescope's results.json for a :class:`~autograder.results.GradingResult`,
+    cut to Gradescope's documented fields.
 
     Each test gets ``visibility``; the overall output is shown as plain
     text (it can quote the learner's code and messages, never HTML).
     """
-    out = {k: v for k, v in data.items() if k in RESULT_FIELDS}
+    out = {k: v for k, v in result.to_gradescope(visibility).items() if k in RESULT_FIELDS}
     out["output_format"] = "text"
-    out["tests"] = [dict(t, visibility=visibility) for t in data["tests"]]
     return out
 
 
 def run(root, exercise, visibility="visible", limits=None):
     """Grade the upload under ``root``/submission into ``root``/results/results.json.
 
-    Never raises for a learner's upload: a grader fault still writes a
-    result (``extra_data.status`` "error").
+    Returns the :class:`~autograder.results.GradingResult`. Never raises for a
+    learner's upload: a grader fault still writes a result (status "error").
     """
     root = Path(root)
     limits = limits or sandbox.Limits()
     try:
-        data = _grade_upload(root, exercise, limits)
+        result = _grade_upload(root, exercise, limits)
     except Exception as exc:  # a grader bug must still leave the learner a result
-        data = pipeline.grader_fault(exercise, exc)
+        result = pipeline.grader_fault(exercise, exc)
     results.atomic_write(root / "results" / "results.json",
-                         json.dumps(for_gradescope(data, visibility), indent=2) + "\n")
-    return data
+                         json.dumps(for_gradescope(result, visibility), indent=2) + "\n")
+    return result
 
 
 def _grade_upload(root, exercise, limits):
     upload, out = root / "submission", root / "results"
     out.mkdir(parents=True, exist_ok=True)
-    sandbox.protect(out)
-    found = submission.find([upload])[0] if upload.is_dir() else []
+    found = pipeline.find([upload])[0] if upload.is_dir() else []
     found = [f for f in found if not any(p.startswith((".", "__MACOSX"))
                                          for p in f[1].relative_to(upload).parts)]
     if len(found) == 1:
         name, path, _ = found[0]
-        sub = submission.load(name, path, None, exercise)
+        sub = pipeline.load(name, path, None, exercise)
     else:
-        sub = submission.Submission(name="submission", path=upload, exercise=exercise,
-                                    unreadable=_upload_problem(upload, found, exercise))
-    if not sub.unreadable and sub.attempted:  # else nothing runs: no need for JAX
-        sandbox.shared().launch([exercise])
+        sub = load.Submission(name="submission", path=upload, exercise=exercise,
+                              unreadable=_upload_problem(upload, found, exercise))
+    runs = not sub.unreadable and sub.attempted  # else nothing runs: no need for JAX
+    pipeline.prepare([exercise] if runs else [], out)
     return pipeline.grade(sub, limits, 0, pipeline.digest(sub, limits),
                           pipeline.hidden_dirs([upload, out]))
 
@@ -270,7 +271,7 @@ def build_main(argv):
     """``python -m autograder gradescope EXERCISE --out DIR``: build one zip."""
     p = argparse.ArgumentParser(prog="python -m autograder gradescope",
                                 description="Write DIR/EXERCISE-gradescope.zip for Gradescope.")
-    p.add_argument("exercise", choices=submission.EXERCISES)
+    p.add_argument("exercise", choices=load.EXERCISES)
     p.add_argument("--out", required=True, help="folder for the zip")
     _limit_options(p, "the hidden tests' visibility for learners (default: visible)")
     args = p.parse_args(argv)
@@ -290,16 +291,16 @@ def main(argv=None):
     """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope")
     p.add_argument("command", choices=["run"])
-    p.add_argument("exercise", choices=submission.EXERCISES)
+    p.add_argument("exercise", choices=load.EXERCISES)
     _limit_options(p, "each hidden test's visibility")
     args = p.parse_args(argv)
     root = Path(os.environ.get(ROOT_ENV) or "/autograder")
     start = time.monotonic()
-    data = run(root, args.exercise, args.visibility,
-               sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
+    result = run(root, args.exercise, args.visibility,
+                 sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
     # For the instructor only (Gradescope keeps stdout from learners by default).
-    print(f"{data['score']:g}/{data['max_score']:g} {data['extra_data']['status']} "
-          f"in {time.monotonic() - start:.1f} s: {data['output'][:200]!r}")
+    print(f"{result.score:g}/{result.max_score:g} {result.status} "
+          f"in {time.monotonic() - start:.1f} s: {result.output[:200]!r}")
     return 0
 
 

@@ -4,8 +4,9 @@ The source notebook's graded cells call :func:`check` in their hidden part,
 as ``__import__("autograder.nbgrader_bridge").nbgrader_bridge.check(exercise,
 test)``: that binds no name in the learner's namespace (an ``import``
 statement would bind ``check`` or ``autograder`` over a learner's own). It
-runs the same probes and the same hidden test as ``python -m autograder``, so
-both graders agree on every test.
+runs the same probe and the same hidden test as ``python -m autograder``,
+through :func:`autograder.pipeline.observe` and
+:func:`autograder.pipeline.check`, so both graders agree on every test.
 
 nbgrader scores a graded cell 0 when any stderr output reaches it
 (``nbgrader.utils.determine_grade``), and learner code, JAX and libraries
@@ -19,7 +20,6 @@ logging and both stderr routes silenced, so feedback shows the message alone,
 with no traceback through hidden test source.
 """
 import contextlib
-import importlib
 import logging
 import os
 import sys
@@ -54,10 +54,11 @@ def _silenced():
 
 def observations(exercise, ns):
     """Probe observations for ``exercise``, computed once per kernel."""
+    from autograder import pipeline
+
     if exercise not in _observed:
-        probe = importlib.import_module(f"autograder.probes.{exercise}")
         with _silenced():
-            _observed[exercise] = probe.observe(ns, SEED)
+            _observed[exercise] = pipeline.observe(exercise, ns, SEED)
     return _observed[exercise]
 
 
@@ -67,17 +68,13 @@ def check(exercise, test_name, ns=None):
     Prints "Passed: ..." on success; on failure writes :data:`FAILED`, the
     test's title and its feedback to stderr, which scores the cell 0.
     """
-    from autograder import grade
+    from autograder import pipeline
 
     ns = ns if ns is not None else sys._getframe(1).f_globals
-    title = getattr(grade.hidden_module(exercise), test_name).title
-    obs = observations(exercise, ns)
-    if "missing" in obs:
-        return _failed(title, f"`{obs['missing']}` is not defined")
-    message = grade.run_test(exercise, test_name, obs, SEED)
-    if message is not None:
-        return _failed(title, message)
-    print(f"Passed: {title}.")
+    result = pipeline.check(exercise, test_name, observations(exercise, ns), SEED)
+    if result.status != "passed":
+        return _failed(result.title, result.output)
+    print(result.output)
 
 
 def _failed(title, message):

@@ -1,21 +1,33 @@
-"""The grading pipeline, in order, for one submission:
+"""The grading pipeline: load -> run -> judge -> report, for every caller.
 
-1. :mod:`~autograder.submission` reads the hand-in (no learner code runs);
-2. :mod:`~autograder.sandbox` runs its code and the probes in a limited process;
-3. :mod:`~autograder.grade` judges the observations with the hidden tests;
-4. :mod:`~autograder.results` writes Gradescope results atomically.
+1. :func:`load` reads a hand-in with :mod:`autograder.load` (no learner code runs);
+2. :func:`run` runs its code and the probes in a limited process (:mod:`autograder.sandbox`);
+3. :func:`judge` judges the observations with the hidden tests (:mod:`autograder.judge`),
+   giving a typed :class:`~autograder.results.GradingResult`;
+4. :func:`report` writes it as Gradescope's results.json (:mod:`autograder.results`).
 
-:func:`grade` does steps 2-3 and is safe to call from worker threads (the
+The command line (:mod:`autograder.__main__`), the grading service
+(:mod:`autograder.service.grader`) and Gradescope's ``run_autograder``
+(:mod:`autograder.gradescope`) grade through these functions (the benchmarks
+time the command line and the service); ``nbgrader autograde``'s kernels run
+steps 2-3 in-kernel through :func:`observe` and :func:`check`
+(:mod:`autograder.nbgrader_bridge`).
+
+:func:`grade` does steps 2-3 and is safe to call from grading threads (the
 learner's process does the work; judging is plain function calls); the caller
-writes each result as it arrives, so a class killed midway keeps every result
-written so far.
+reports each result as it arrives, so a class killed midway keeps every
+result written so far.
 """
 import functools
 import hashlib
+import importlib
 import time
 from pathlib import Path
 
-from autograder import grade as hidden, results, sandbox
+import autograder.judge
+import autograder.load
+from autograder import results, sandbox
+from autograder.results import GradingResult
 
 
 @functools.lru_cache(maxsize=1)
@@ -39,8 +51,32 @@ def seed_for(hex_digest):
     return int(hex_digest[:8], 16)
 
 
-def execute(sub, limits, slot, hex_digest, hide=()):
-    """Step 2: return the sandbox :class:`~autograder.sandbox.Outcome` or None.
+# -- step 1: load ----------------------------------------------------------
+find = autograder.load.find
+exercise_for = autograder.load.exercise_for
+
+
+def load(name, path, assignment=None, exercise=None):
+    """Step 1 for a file: its :class:`~autograder.load.Submission` (never raises on bad input)."""
+    return autograder.load.read(name, path, assignment, exercise)
+
+
+def load_bytes(name, raw, exercise, filename):
+    """Step 1 for bytes in hand (the service's stored notebook): no file is written."""
+    return autograder.load.from_bytes(name, raw, exercise, filename)
+
+
+def prepare(exercises, private_dir=None):
+    """Before step 2: hide grader-only files (and ``private_dir``) from learner uids,
+    and start the zygote importing ``exercises``' modules (none: started on first use)."""
+    sandbox.protect(private_dir)
+    if exercises:
+        sandbox.shared().launch(sorted(exercises))
+
+
+# -- step 2: run -----------------------------------------------------------
+def run(sub, limits, slot, hex_digest, hide=()):
+    """Step 2: the sandbox :class:`~autograder.sandbox.Outcome`, or None when nothing runs.
 
     ``hide`` lists directories the learner's process must not see (the
     class's submissions, the results folder).
@@ -53,24 +89,10 @@ def execute(sub, limits, slot, hex_digest, hide=()):
     return sandbox.run(request, limits, slot)
 
 
-def grade(sub, limits, slot, hex_digest, hide=()):
-    """Steps 2-3 for a loaded submission: its results.json dict (never raises on bad input).
-
-    ``execution_time`` is the wall time of both steps, in seconds.
-    """
-    start = time.monotonic()
-    outcome = execute(sub, limits, slot, hex_digest, hide)
-    tests, output, status = judge(sub, outcome, hex_digest)
-    return results.results_json(tests, output, status, hex_digest, time.monotonic() - start,
-                                outcome.output_tail if outcome else "")
-
-
-def grader_fault(exercise, exc, hex_digest=""):
-    """A result for a submission the grader itself failed on (a bug, not the learner's)."""
-    message = (f"the grader failed on this submission ({type(exc).__name__}); "
-               "please tell your instructor")
-    return results.results_json(hidden.all_failed(exercise), message, "error",
-                                hex_digest, 0.0)
+def observe(exercise, ns, seed):
+    """Step 2 inside a kernel that already ran the learner's code (nbgrader's):
+    the exercise's probe on namespace ``ns``; the observations dict."""
+    return importlib.import_module(f"autograder.probes.{exercise}").observe(ns, seed)
 
 
 def hidden_dirs(paths):
@@ -85,18 +107,26 @@ def hidden_dirs(paths):
     return sorted(dirs)
 
 
-def judge(sub, outcome, hex_digest):
-    """Step 3: ``(tests, output, status)`` for a submission and its outcome.
+# -- step 3: judge ---------------------------------------------------------
+check = autograder.judge.check  # one hidden test: what the nbgrader bridge runs per cell
 
-    Never raises: the reply comes from the learner's process, so any shape
-    it has that the hidden tests cannot read gives this submission an
-    ``error`` result, never a crash of the class run.
+
+def judge(sub, outcome, hex_digest, seconds=0.0):
+    """Step 3: the :class:`GradingResult` for a submission and its outcome.
+
+    ``seconds`` is the wall time of grading so far. Never raises: the reply
+    comes from the learner's process, so any shape it has that the hidden
+    tests cannot read gives this submission an ``error`` result, never a
+    crash of the class run.
     """
     try:
-        return _judge(sub, outcome, hex_digest)
+        checks, output, status = _judge(sub, outcome, hex_digest)
     except Exception as exc:
-        return _failed(sub, f"the grader could not read what your code produced "
-                            f"({type(exc).__name__}); please tell your instructor", "error")
+        checks, output, status = _failed(sub, f"the grader could not read what your code "
+                                              f"produced ({type(exc).__name__}); please tell "
+                                              "your instructor", "error")
+    return GradingResult(checks, output, status, hex_digest, seconds,
+                         outcome.output_tail if outcome else "")
 
 
 def _judge(sub, outcome, hex_digest):
@@ -116,14 +146,61 @@ def _judge(sub, outcome, hex_digest):
                   else f"the tests could not run: {obs['probe_error']}")
         # the cause (a cell that failed, e.g. a syntax error) before its effect
         return _failed(sub, "; ".join(notes + [reason]), "incomplete")
-    tests = hidden.judge(sub.exercise, obs, seed_for(hex_digest))
-    passed = sum(t["status"] == "passed" for t in tests)
-    output = (f"All {passed} checks passed." if passed == len(tests)
-              else f"{passed} of {len(tests)} checks passed.")
+    checks = autograder.judge.checks(sub.exercise, obs, seed_for(hex_digest))
+    passed = sum(c.status == "passed" for c in checks)
+    output = (f"All {passed} checks passed." if passed == len(checks)
+              else f"{passed} of {len(checks)} checks passed.")
     if notes:
         output += " Problems while running your code: " + "; ".join(notes) + "."
-    return tests, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
+    return checks, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
 
 
 def _failed(sub, message, status):
-    return hidden.all_failed(sub.exercise), message, status
+    return autograder.judge.not_run(sub.exercise), message, status
+
+
+def grade(sub, limits, slot, hex_digest=None, hide=()):
+    """Steps 2-3 for a loaded submission: its :class:`GradingResult` (never raises on
+    bad input). ``hex_digest`` defaults to :func:`digest`; ``seconds`` of the result
+    is the wall time of both steps."""
+    hex_digest = hex_digest or digest(sub, limits)
+    start = time.monotonic()
+    outcome = run(sub, limits, slot, hex_digest, hide)
+    return judge(sub, outcome, hex_digest, time.monotonic() - start)
+
+
+def grader_fault(exercise, exc, hex_digest=""):
+    """A result for a submission the grader itself failed on (a bug, not the learner's)."""
+    message = (f"the grader failed on this submission ({type(exc).__name__}); "
+               "please tell your instructor")
+    return GradingResult(autograder.judge.not_run(exercise), message, "error", hex_digest)
+
+
+def stored(data, exercise):
+    """A result the grading service stored (:meth:`GradingResult.to_record`) as a
+    :class:`GradingResult`; one stored before results were typed (Gradescope's dict)
+    gets each check's grade_id from its title."""
+    if "checks" in data:
+        return GradingResult.from_record(data)
+    ids = {title: name for name, title, _ in autograder.judge.hidden_tests(exercise)}
+    return GradingResult.from_gradescope(data, ids)
+
+
+# -- step 4: report --------------------------------------------------------
+def report(out_dir, name, result):
+    """Step 4: write ``out_dir/<name>/results.json`` (Gradescope's format); its path."""
+    return results.write_results(out_dir, name, result)
+
+
+def reported(out_dir, name, hex_digest):
+    """The results.json dict already in ``out_dir`` for this very submission
+    (same ``hex_digest``), else None: what a rerun keeps instead of regrading."""
+    done = results.read_results(out_dir, name)
+    if done and (done.get("extra_data") or {}).get("digest") == hex_digest:
+        return done
+    return None
+
+
+def summarize(out_dir):
+    """Step 4 for a class: rebuild ``out_dir/summary.csv`` from every results.json."""
+    results.write_summary(out_dir)

@@ -1,20 +1,127 @@
-"""Step 4 of grading: write Gradescope results and the class summary.
+"""Step 4 of grading: typed results, and Gradescope's format made only at the edge.
 
-``DIR/<name>/results.json`` follows Gradescope's format (``score``,
-``max_score``, ``output``, ``tests`` with ``name``/``score``/``max_score``/
-``status``/``output``/``visibility``); ``extra_data`` records the grading
-status and the digest of what was graded, so a rerun can skip it. Every write
-is atomic (a temporary file renamed into place), and ``summary.csv`` is always
-rebuilt from the results on disk.
+The judge (:mod:`autograder.judge`) returns a :class:`GradingResult`: one
+:class:`CheckResult` per hidden test, each carrying the nbgrader ``grade_id``
+of the graded cell it scores (the hidden test's function name,
+``tests/grading/test_release.py``), so the gradebook mirror writes grades by
+id. :meth:`GradingResult.to_gradescope` is the one conversion to Gradescope's
+results.json (``score``, ``max_score``, ``output``, ``execution_time``,
+``tests`` with ``name``/``score``/``max_score``/``status``/``output``/
+``visibility``; ``extra_data`` holds the grading status and the digest of what
+was graded, so a rerun can skip it): the command line's results.json,
+Gradescope's ``run_autograder`` and the grading service's replies all come
+from it. The service stores :meth:`GradingResult.to_record`. The model is
+Otter-Grader's ``GradingResults``, converted to Gradescope's format only when
+written out.
+
+Every write is atomic (a temporary file renamed into place), and
+``summary.csv`` is always rebuilt from the results on disk.
 """
 import csv
+import dataclasses
 import io
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 SUMMARY_FIELDS = ("submission", "score", "max_score", "status", "output")
+LEARNER_OUTPUT_CHARS = 2000  # of the learner's printed output kept for the instructor
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One hidden test's verdict on one submission.
+
+    ``grade_id`` is the nbgrader grade_id of the graded cell (the hidden
+    test's function name); ``title`` the name learners read; ``score`` and
+    ``max_score`` are points; ``status`` is ``passed`` or ``failed``;
+    ``output`` the feedback a learner reads (plain words, never test source).
+    """
+
+    grade_id: str
+    title: str
+    score: float
+    max_score: float
+    status: str
+    output: str
+
+    def to_gradescope(self, visibility="visible"):
+        """This check as one entry of Gradescope's ``tests`` list."""
+        return {"name": self.title, "score": self.score, "max_score": self.max_score,
+                "status": self.status, "output": self.output, "visibility": visibility}
+
+
+@dataclass(frozen=True)
+class GradingResult:
+    """The result of grading one submission.
+
+    ``checks`` are :class:`CheckResult` in the hidden tests' order;
+    ``output`` says what happened in plain words; ``status`` is ``graded``
+    or why the checks did not run (``unreadable``, ``wrong exercise``,
+    ``not attempted``, ``incomplete``, a sandbox outcome such as
+    ``timeout`` or ``memory``, ``error`` for a grader fault); ``digest`` is
+    the hex identity of what was graded (:func:`autograder.pipeline.digest`);
+    ``seconds`` the wall time of grading; ``learner_output`` the end of what
+    the learner's code printed (at most :data:`LEARNER_OUTPUT_CHARS`).
+    """
+
+    checks: tuple
+    output: str
+    status: str
+    digest: str = ""
+    seconds: float = 0.0
+    learner_output: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "checks", tuple(self.checks))
+        object.__setattr__(self, "learner_output", self.learner_output[-LEARNER_OUTPUT_CHARS:])
+
+    @property
+    def score(self):
+        return sum(c.score for c in self.checks)
+
+    @property
+    def max_score(self):
+        return sum(c.max_score for c in self.checks)
+
+    def to_gradescope(self, visibility="visible"):
+        """Gradescope's results.json for this submission, as a dict (the one conversion).
+
+        ``visibility`` is each test's Gradescope visibility.
+        """
+        return {
+            "score": self.score,
+            "max_score": self.max_score,
+            "output": self.output,
+            "execution_time": round(self.seconds, 3),
+            "tests": [c.to_gradescope(visibility) for c in self.checks],
+            "extra_data": {"status": self.status, "digest": self.digest,
+                           "learner_output": self.learner_output},
+        }
+
+    def to_record(self):
+        """A JSON-ready dict holding every field (what the grading service stores)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_record(cls, data):
+        """The result :meth:`to_record` gave; raises KeyError/TypeError on another shape."""
+        fields = {k: v for k, v in data.items() if k != "checks"}
+        return cls(checks=[CheckResult(**c) for c in data["checks"]], **fields)
+
+    @classmethod
+    def from_gradescope(cls, data, grade_ids):
+        """A result from Gradescope's dict (as stored before results were typed).
+
+        ``grade_ids`` maps each test's title to its grade_id (None when unknown).
+        """
+        extra = data.get("extra_data") or {}
+        checks = [CheckResult(grade_ids.get(t["name"]), t["name"], t["score"], t["max_score"],
+                              t["status"], t["output"]) for t in data["tests"]]
+        return cls(checks, data["output"], extra.get("status", "graded"), extra.get("digest", ""),
+                   data.get("execution_time", 0.0), extra.get("learner_output", ""))
 
 
 def atomic_write(path, text):
@@ -33,25 +140,11 @@ def atomic_write(path, text):
         raise
 
 
-def results_json(tests, output, status, digest, seconds, learner_output=""):
-    """Gradescope results for one submission; ``seconds`` is grading wall time.
-
-    ``learner_output`` is the last 2000 characters the learner's code printed,
-    kept in ``extra_data`` for the instructor.
-    """
-    return {
-        "score": sum(t["score"] for t in tests),
-        "max_score": sum(t["max_score"] for t in tests),
-        "output": output,
-        "execution_time": round(seconds, 3),
-        "tests": tests,
-        "extra_data": {"status": status, "digest": digest,
-                       "learner_output": learner_output[-2000:]},
-    }
-
-
-def write_results(out_dir, name, results):
-    atomic_write(Path(out_dir) / name / "results.json", json.dumps(results, indent=2) + "\n")
+def write_results(out_dir, name, result):
+    """Write ``out_dir/<name>/results.json`` from a :class:`GradingResult`; its path."""
+    path = Path(out_dir) / name / "results.json"
+    atomic_write(path, json.dumps(result.to_gradescope(), indent=2) + "\n")
+    return path
 
 
 def read_results(out_dir, name):

@@ -4,7 +4,7 @@
 
 ``obs.json`` holds ``{"obs": <probe observations>, "seed": <int>}``, as the
 probes return them. The grader itself calls the same test functions directly
-(:mod:`autograder.grade`).
+(:mod:`autograder.judge`).
 """
 import json
 import os

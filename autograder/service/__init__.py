@@ -4,11 +4,13 @@
 
 - :mod:`~autograder.service.store`: the SQLite database of submissions and
   results (every submission is committed before it is acknowledged);
-- :mod:`~autograder.service.grader`: worker threads that grade queued
-  submissions with :mod:`autograder.pipeline` (learner code sandboxed);
+- :mod:`~autograder.service.grader`: grading threads that grade queued
+  submissions with :mod:`autograder.pipeline` (the learner's code sandboxed) and
+  store each typed result (:meth:`autograder.results.GradingResult.to_record`);
 - :mod:`~autograder.service.gradebook`: mirrors results into nbgrader's
   gradebook so formgrader and ``nbgrader export`` see the same grades;
-- :mod:`~autograder.service.app`: the HTTP API (tornado).
+- :mod:`~autograder.service.app`: the HTTP API (tornado); its replies carry
+  results in Gradescope's format (:meth:`~autograder.results.GradingResult.to_gradescope`).
 
 The API is documented in ``autograder/SERVICE.md``.
 """

@@ -74,7 +74,7 @@ def main(argv=None):
     args = parse(argv)
     config.setup_logging()
     store, mirror = config.open_store(args)
-    workers = config.start_workers(args, store, mirror) if args.jobs else None
+    grading = config.start_grading(args, store, mirror) if args.jobs else None
     caps = Caps(rate_count=args.rate[0], rate_seconds=args.rate[1],
                 per_learner=args.max_per_learner, per_client=args.max_per_client,
                 max_queue=args.max_queue)
@@ -91,7 +91,7 @@ def main(argv=None):
 
     async def serve():
         server = tornado.httpserver.HTTPServer(
-            make_app(store, workers, settings), max_body_size=4 * args.max_bytes + 65536,
+            make_app(store, grading, settings), max_body_size=4 * args.max_bytes + 65536,
             idle_connection_timeout=args.header_timeout, body_timeout=args.body_timeout)
         server.listen(args.port, args.host)
         config.log.info("grading service on http://%s:%d/ (db %s, gradebook %s, %s)",
@@ -104,8 +104,8 @@ def main(argv=None):
         await done.wait()
         config.log.info("stopping; unfinished gradings resume at the next start")
         server.stop()
-        if workers:
-            workers.stop()
+        if grading:
+            grading.stop()
 
     asyncio.run(serve())
     return 0

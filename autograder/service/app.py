@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults, submission
+from autograder import defaults, load, pipeline
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
@@ -48,7 +48,7 @@ class Settings:
     max_bytes: int = defaults.MAX_BYTES
     caps: Caps = field(default_factory=Caps)
     origins: tuple = field(default_factory=tuple)
-    exercises: tuple = submission.EXERCISES
+    exercises: tuple = load.EXERCISES
     timeout: float = defaults.SERVICE_TIMEOUT_S  # the workers' per-submission limit (s), for wait estimates
     memory_mib: int = defaults.MEMORY_MIB  # the workers' address-space limit per submission
     address: str = ""  # where this service listens, http://host:port (GET /api/config)
@@ -84,8 +84,9 @@ class Base(tornado.web.RequestHandler):
         return self.application.settings["store"]
 
     @property
-    def workers(self):
-        return self.application.settings["workers"]
+    def grading(self):
+        """This process's :class:`~autograder.service.grader.GradingThreads` (None: API only)."""
+        return self.application.settings["grading"]
 
     @property
     def settings_(self):
@@ -191,7 +192,7 @@ def _in_words(seconds):
 
 
 @tornado.web.stream_request_body
-class Submissions(Base):
+class SubmissionsHandler(Base):
     """``POST /api/submissions``: check, store (committed), queue, answer the id."""
 
     async def prepare(self):
@@ -270,14 +271,16 @@ class Submissions(Base):
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             raise Refused(400, "bad_notebook", "notebook must be the notebook file's JSON "
                           "object (with a \"cells\" list)")
-        data = json.dumps(notebook).encode()
+        # Serialized once, as the file nbgrader keeps in submitted/: the grader loads
+        # these bytes and the gradebook mirror writes them unchanged.
+        data = (json.dumps(notebook, indent=1) + "\n").encode()
         try:
             sub_id, replaced, ahead = await self.db(
                 self.store.admit, learner, exercise, data, self.client_of(), s.caps)
         except Refusal as refusal:
             raise await self.refusal(refusal, learner)
-        if self.workers:
-            self.workers.notify()
+        if self.grading:
+            self.grading.notify()
         wait = await self.wait_estimate(ahead + 1)
         self.set_header("Location", f"{s.prefix}api/submissions/{sub_id}")
         self.send(202, {"id": sub_id, "status": "queued", "learner": learner,
@@ -319,7 +322,7 @@ class Submissions(Base):
                                      self.get_argument("learner", None)))
 
 
-class Submission(Base):
+class SubmissionHandler(Base):
     """``GET /api/submissions/<id>``: the submission's status and result."""
 
     async def get(self, sub_id):
@@ -337,9 +340,11 @@ class Submission(Base):
 
 def describe(row):
     """The public view of one submission (only its holder knows the id)."""
+    done = row["status"] == "done" and row["result"] is not None
     data = {"id": row["id"], "exercise": row["exercise"], "learner": row["learner"],
             "status": row["status"], "submitted_at": _iso(row["submitted_at"]),
-            "result": row["result"] if row["status"] == "done" else None}
+            "result": pipeline.stored(row["result"], row["exercise"]).to_gradescope()
+            if done else None}
     if row["status"] == "queued":
         data["queue_position"] = row["queue_position"]
     if row["status"] == "replaced":
@@ -372,8 +377,8 @@ class Health(Base):
         except SQLAlchemyError as exc:
             answer["problems"].append(storage_problem(exc))
             workers = None
-        if self.workers and self.workers.problem():
-            answer["problems"].append(f"grading in this process: {self.workers.problem()}")
+        if self.grading and self.grading.problem():
+            answer["problems"].append(f"grading in this process: {self.grading.problem()}")
         if workers is not None:
             answer["workers"] = sum(slots for _, slots, _ in workers)
             answer["problems"] += [f"worker {name}: {problem}" for name, _, problem in workers
@@ -415,8 +420,9 @@ class NotFound(Base):
             raise Refused(404, "not_found", f"no such resource: {self.request.path}")
 
 
-def make_app(store, workers, settings):
-    """The tornado application; ``workers`` is None when grading runs elsewhere."""
+def make_app(store, grading, settings):
+    """The tornado application; ``grading`` (the process's grading threads) is None
+    when grading runs elsewhere."""
     p, extra, app_settings = settings.prefix, [], {}
     if settings.identity:
         from autograder.service import classroom
@@ -424,12 +430,12 @@ def make_app(store, workers, settings):
         extra = settings.identity.handlers() + classroom.handlers(p)
         app_settings = settings.identity.app_settings()
     return tornado.web.Application([
-        (p + r"api/submissions/?", Submissions),
-        (p + r"api/submissions/([^/]+)", Submission),
+        (p + r"api/submissions/?", SubmissionsHandler),
+        (p + r"api/submissions/([^/]+)", SubmissionHandler),
         (p + r"api/health", Health),
         (p + r"api/config", Config),
         *extra,
         (r".*", NotFound),
-    ], default_handler_class=NotFound, store=store, workers=workers, api=settings,
+    ], default_handler_class=NotFound, store=store, grading=grading, api=settings,
         pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name() + ":api",
         **app_settings)

@@ -25,6 +25,7 @@ from html import escape
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
+from autograder import pipeline
 from autograder.service.app import Base, Refused, describe
 
 
@@ -51,26 +52,27 @@ def summary(store):
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
     and ``pass_rate`` = passed / learners.
     """
-    view = {}
+    view, latest = {}, {}  # latest: exercise -> {learner: GradingResult}
     for row in store.submissions():
         ex = view.setdefault(row["exercise"], {"max_score": None, "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row["learner"], {
             "submissions": 0, "latest": None, "best": None, "latest_id": None, "feedback": []})
         who["submissions"] += 1
-        result = row["result"]
-        if row["status"] != "done" or result is None:
+        if row["status"] != "done" or row["result"] is None:
             continue
-        ex["max_score"] = result["max_score"]
-        who["latest"], who["latest_id"] = result["score"], row["id"]
-        who["best"] = result["score"] if who["best"] is None else max(who["best"], result["score"])
-        who["feedback"] = [{k: t[k] for k in ("name", "status", "score", "max_score", "output")}
-                           for t in result["tests"]]
-    for ex in view.values():
-        graded = [w["feedback"] for w in ex["learners"].values() if w["latest_id"]]
-        names = [t["name"] for t in graded[0]] if graded else []
-        for i, name in enumerate(names):
-            passed = sum(1 for tests in graded if i < len(tests) and tests[i]["status"] == "passed")
-            ex["checks"].append({"name": name, "passed": passed, "learners": len(graded),
+        result = pipeline.stored(row["result"], row["exercise"])
+        latest.setdefault(row["exercise"], {})[row["learner"]] = result
+        ex["max_score"] = result.max_score
+        who["latest"], who["latest_id"] = result.score, row["id"]
+        who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
+                            "max_score": c.max_score, "output": c.output} for c in result.checks]
+    for exercise, ex in view.items():
+        graded = list(latest.get(exercise, {}).values())
+        for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
+            passed = sum(1 for r in graded if any(c.grade_id == check.grade_id and
+                                                  c.status == "passed" for c in r.checks))
+            ex["checks"].append({"name": check.title, "passed": passed, "learners": len(graded),
                                  "pass_rate": round(passed / len(graded), 4)})
     return view
 
@@ -104,7 +106,7 @@ class Class(_Instructors):
 
 class ClassCsv(_Instructors):
     def get(self):
-        text = gradebook_csv(self.workers.mirror.url)
+        text = gradebook_csv(self.grading.mirror.url)
         self.set_header("Content-Type", "text/csv; charset=utf-8")
         self.set_header("Content-Disposition", 'attachment; filename="grades.csv"')
         self.finish(text)

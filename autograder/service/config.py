@@ -81,14 +81,14 @@ def open_store(args, stopping=None):
             time.sleep(backoff.next())
 
 
-def start_workers(args, store, mirror):
-    """Launch the zygote and start ``args.jobs`` grading threads; the :class:`Workers`."""
-    from autograder import sandbox, submission
-    from autograder.service.grader import Workers
+def start_grading(args, store, mirror):
+    """Prepare the sandbox and start ``args.jobs`` grading threads; the
+    :class:`~autograder.service.grader.GradingThreads`."""
+    from autograder import load, pipeline, sandbox
+    from autograder.service.grader import GradingThreads
     # One zygote for the process's lifetime, with every exercise's imports loaded.
-    sandbox.shared().launch(submission.EXERCISES)
-    sandbox.protect()
+    pipeline.prepare(load.EXERCISES)
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
-    workers = Workers(store, mirror, limits, args.jobs, args.slot_base, args.lease)
-    workers.start()
-    return workers
+    grading = GradingThreads(store, mirror, limits, args.jobs, args.slot_base, args.lease)
+    grading.start()
+    return grading

@@ -1,8 +1,8 @@
 """Mirror the service's results into nbgrader's gradebook.
 
-The hidden tests are named after the nbgrader ``grade_id`` of the graded cells
-(``tests/grading/test_release.py`` checks this), so a result maps onto the
-gradebook cell by cell, exactly as ``nbgrader autograde``'s ``SaveAutoGrades``
+Each check of a result carries the nbgrader ``grade_id`` of the graded cell it
+scores (:class:`autograder.results.CheckResult`), so a result maps onto the
+gradebook cell by cell, by id, exactly as ``nbgrader autograde``'s ``SaveAutoGrades``
 preprocessor writes it: ``Grade.auto_score`` per graded cell, a manual score
 left untouched (and flagged for review if present), ``Comment.auto_comment``
 "No response." on an unattempted answer cell, and the submission timestamp.
@@ -13,13 +13,12 @@ The notebook itself is also written to ``submitted/<learner>/<exercise>/`` with
 nbgrader's ``timestamp.txt``, so ``nbgrader autograde`` can re-check it.
 """
 import datetime
-import json
 import os
 from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder.grade import hidden_tests
+from autograder import pipeline
 from autograder.results import atomic_write
 
 
@@ -56,22 +55,22 @@ class Mirror:
 
     def record(self, row):
         """Write one done submission (a :meth:`Store.unsynced` row) into the gradebook."""
-        exercise, learner, result = row["exercise"], row["learner"], row["result"]
-        tests = hidden_tests(exercise)
-        if [t["name"] for t in result["tests"]] != [title for _, title, _ in tests]:
-            raise NotReady("the result's tests do not match the exercise's hidden tests")
+        exercise, learner = row["exercise"], row["learner"]
+        result = pipeline.stored(row["result"], exercise)
+        if any(c.grade_id is None for c in result.checks):
+            raise NotReady("the result's checks do not match the exercise's hidden tests")
         when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
         if self.sqlite and not (self.course / "gradebook.db").exists():
             raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
         with Gradebook(self.url) as gb:
-            notebook = self._notebook(gb, exercise, [name for name, _, _ in tests])
+            notebook = self._notebook(gb, exercise, [c.grade_id for c in result.checks])
             gb.update_or_create_student(learner)
             gb.update_or_create_submission(exercise, learner, timestamp=when)
-            for (grade_id, _, _), entry in zip(tests, result["tests"]):
-                grade = gb.find_grade(grade_id, notebook, exercise, learner)
-                grade.auto_score = float(entry["score"])
+            for check in result.checks:
+                grade = gb.find_grade(check.grade_id, notebook, exercise, learner)
+                grade.auto_score = float(check.score)
                 grade.needs_manual_grade = grade.manual_score is not None
-            unattempted = result.get("extra_data", {}).get("status") == "not attempted"
+            unattempted = result.status == "not attempted"
             for cell in gb.find_notebook(notebook, exercise).solution_cells:
                 comment = gb.find_comment(cell.name, notebook, exercise, learner)
                 comment.auto_comment = "No response." if unattempted else None
@@ -91,12 +90,10 @@ class Mirror:
                        f"{', '.join(grade_ids)}: run `make release`")
 
     def _write_notebook(self, exercise, learner, notebook, raw, when):
+        """The notebook's bytes as stored (the API serialized them as nbgrader's file)."""
         folder = self.course / "submitted" / learner / exercise
-        try:
-            text = json.dumps(json.loads(raw), indent=1) + "\n"
-        except ValueError:
-            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-        atomic_write(folder / f"{notebook}.ipynb", text)
+        path = folder / f"{notebook}.ipynb"
+        atomic_write(path, raw.decode("utf-8", "replace"))
         atomic_write(folder / "timestamp.txt",
                      when.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC\n")
-        os.chmod(folder / f"{notebook}.ipynb", 0o600)  # learners' work: instructor only
+        os.chmod(path, 0o600)  # learners' work: instructor only

@@ -1,6 +1,6 @@
-"""Grading workers: claim a submission's lease, grade it, record the result.
+"""Grading threads: claim a submission's lease, grade it, record the result.
 
-:class:`Workers` runs ``jobs`` grading threads in this process, one sandbox
+:class:`GradingThreads` runs ``jobs`` grading threads in this process, one sandbox
 slot each (:func:`autograder.sandbox.lease_uid` turns a slot into a uid no
 other grader on the machine holds), plus a heartbeat thread and a gradebook
 thread. Any number of such processes, on any machines, can share one
@@ -19,15 +19,13 @@ import logging
 import os
 import random
 import socket
-import tempfile
 import threading
 import time
 import traceback
-from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import api, pipeline
+from autograder import pipeline
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
@@ -35,12 +33,11 @@ LEASE = 30.0  # seconds; renewed every LEASE / 3 while grading
 
 
 def grade_notebook(row, limits, slot):
-    """The results.json dict for a claimed row (never raises on bad submissions)."""
+    """The :class:`~autograder.results.GradingResult` for a claimed row (never raises on
+    bad submissions). The stored notebook bytes are loaded as they are: no file is written."""
     exercise = row["exercise"]
-    with tempfile.TemporaryDirectory(prefix="service-") as tmp:
-        path = Path(tmp) / f"{exercise}.ipynb"  # readable by the grader only
-        path.write_bytes(row["notebook"])
-        return api.grade_file(path, row["learner"], exercise, limits, slot)
+    sub = pipeline.load_bytes(row["learner"], row["notebook"], exercise, f"{exercise}.ipynb")
+    return pipeline.grade(sub, limits, slot)
 
 
 class Backoff:
@@ -67,7 +64,7 @@ def _alive(pid):
     return True
 
 
-class Workers:
+class GradingThreads:
     """``jobs`` grading threads on slots ``slot_base .. slot_base + jobs - 1``."""
 
     def __init__(self, store, mirror, limits, jobs=2, slot_base=100, lease=LEASE):
@@ -166,9 +163,9 @@ class Workers:
             result = self._grade_renewing(row, slot, owner)
             if self.stopping.is_set():
                 return  # the lease runs out (or the next start requeues it)
-            if self._retry(self.store.finish, row["id"], owner, result):
+            if self._retry(self.store.finish, row["id"], owner, result.to_record()):
                 log.info("graded %s (%s): %g/%g in %.1f s", row["id"][:8], row["learner"],
-                         result["score"], result["max_score"], time.monotonic() - start)
+                         result.score, result.max_score, time.monotonic() - start)
                 self.sync_wanted.set()
             elif not self.stopping.is_set():
                 log.warning("lease on %s ran out before its result was stored: result "

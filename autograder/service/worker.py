@@ -27,13 +27,13 @@ def main(argv=None):
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
     store, mirror = config.open_store(args, stopping)
-    workers = config.start_workers(args, store, mirror)
-    config.log.info("grading worker %s: %d slot(s), db %s", workers.name, args.jobs,
+    grading = config.start_grading(args, store, mirror)
+    config.log.info("grading worker %s: %d slot(s), db %s", grading.name, args.jobs,
                     store.describe())
     while not stopping.wait(1.0):
         pass
     config.log.info("stopping; an unfinished grading is taken over when its lease ends")
-    workers.stop()
+    grading.stop()
     return 0
 
 

@@ -137,7 +137,7 @@ def test_feedback_says_what_was_observed(graded, name):
 
 def _hidden_parts():
     """``(exercise, grade_id, source)`` of every hidden-test part of the source notebooks."""
-    from autograder.submission import EXERCISES
+    from autograder.load import EXERCISES
 
     for exercise in EXERCISES:
         path = REPO / "exercises" / "source" / exercise / f"{exercise}.ipynb"

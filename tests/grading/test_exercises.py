@@ -13,7 +13,7 @@ import warnings
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grade import hidden_tests
+from autograder.judge import hidden_tests
 from tests.conftest import REPO, nbgrader
 from tests.grading.helpers import expected, released_notebook, samples_dir, submitted_tree
 from tests.conftest import grader_cli

@@ -21,8 +21,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from autograder.grade import hidden_tests
-from autograder.submission import EXERCISES, instructor_cells
+from autograder.judge import hidden_tests
+from autograder.load import EXERCISES, instructor_cells
 from tests.conftest import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, expected, released_notebook, samples_dir, with_answer
 from tests.grading.hostile_builders import BUILDERS

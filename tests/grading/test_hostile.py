@@ -242,7 +242,7 @@ def test_forged_observations_are_not_believed(released_course, tmp_path, name):
 
 def test_nbgrader_tree_files_are_attributed_safely(tmp_path):
     """Only submitted/<student>/<a>/<a>.ipynb is graded, under that student only."""
-    from autograder.submission import find, load
+    from autograder.load import find, read
 
     root = tmp_path / "submitted"
     own = root / "mallory" / "update_with_donate"
@@ -257,5 +257,5 @@ def test_nbgrader_tree_files_are_attributed_safely(tmp_path):
     found, skipped = find([root])
     assert sorted(name for name, _, _ in found) == ["eve", "mallory"]
     assert len(skipped) == 2
-    eve = load(*next(f for f in found if f[0] == "eve"))
+    eve = read(*next(f for f in found if f[0] == "eve"))
     assert "symbolic link" in eve.unreadable

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from autograder.grade import NOT_RUN, hidden_tests
-from autograder.submission import MAX_FILE_BYTES
+from autograder.judge import NOT_RUN, hidden_tests
+from autograder.load import MAX_FILE_BYTES
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.conftest import grader_cli
 from tests.grading.test_samples import results

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbgrader.utils import compute_checksum, is_grade, is_locked, is_solution
 
-from autograder import grade, notebook
+from autograder import judge, notebook
 from autograder.probes.update_with_donate import observe
 from tests.conftest import REPO
 from tests.grading.helpers import SAMPLES, released_notebook
@@ -58,7 +58,7 @@ def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
                            "-rA"], env=env, capture_output=True, text=True, cwd=tmp_path)
     failed_by_pytest = {line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
                         if line.startswith("FAILED")}
-    failed_by_grader = {name for name, _, _ in grade.hidden_tests("update_with_donate")
-                        if grade.run_test("update_with_donate", name, obs, 7)}
+    failed_by_grader = {name for name, _, _ in judge.hidden_tests("update_with_donate")
+                        if judge.run_test("update_with_donate", name, obs, 7)}
     assert failed_by_pytest == failed_by_grader
     assert bool(failed_by_grader) == (sample != "reference")

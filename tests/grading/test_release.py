@@ -1,7 +1,7 @@
 """The released notebook: stubbed answer, no hidden tests, cells match the grader."""
 import json
 
-from autograder.grade import hidden_tests
+from autograder.judge import hidden_tests
 from tests.conftest import REPO
 from tests.grading.helpers import ASSIGNMENT, released_notebook
 

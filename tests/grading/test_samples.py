@@ -11,7 +11,7 @@ import json
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.grade import hidden_tests
+from autograder.judge import hidden_tests
 from tests.conftest import REPO, copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
 

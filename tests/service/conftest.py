@@ -66,13 +66,13 @@ def small_notebook(sample):
 
 
 def failed_tests(result):
-    from autograder.grade import hidden_tests
+    from autograder.judge import hidden_tests
     names = {title: name for name, title, _ in hidden_tests(ASSIGNMENT)}
     return {names[t["name"]] for t in result["tests"] if t["status"] == "failed"}
 
 
 def expected_failed(sample):
-    from autograder.grade import hidden_tests
+    from autograder.judge import hidden_tests
     want = EXPECTED[sample]["failed"]
     return {n for n, _, _ in hidden_tests(ASSIGNMENT)} if want == "all" else set(want)
 

@@ -36,7 +36,7 @@ def test_without_a_save_it_refuses_and_says_why(tmp_path, monkeypatch):
 
 
 def test_every_exercise_notebook_submits_through_it():
-    from autograder.submission import EXERCISES
+    from autograder.load import EXERCISES
     from tests.conftest import REPO
 
     for exercise in EXERCISES:

@@ -1,7 +1,9 @@
 """Step 1 of grading: turn what a learner handed in into code to run.
 
 A submission is a notebook (``.ipynb``, as a learner hands it in or inside an
-nbgrader ``submitted/<student>/<assignment>/`` tree) or a plain ``.py`` file.
+nbgrader ``submitted/<student>/<assignment>/`` tree) or a plain ``.py`` file,
+read from disk (:func:`read`) or from bytes in hand (:func:`from_bytes`: the
+grading service's stored notebook, parsed once, never written to a file).
 Loading never runs learner code and never raises on bad input: problems are
 returned as plain-words messages on the :class:`Submission`.
 """
@@ -108,13 +110,26 @@ def _files(root, skipped):
     return files
 
 
-def load(name, path, assignment=None, exercise=None):
-    """Read one submission; see :class:`Submission`. Never raises on bad input."""
+def read(name, path, assignment=None, exercise=None):
+    """Read one submission file; see :class:`Submission`. Never raises on bad input."""
     path = Path(path)
     exercise = exercise or exercise_for(path, assignment)
     sub = Submission(name=name, path=path, exercise=exercise)
     try:
         _read(sub, path)
+    except Exception as exc:  # a promise: bad input never crashes the class run
+        sub.unreadable = f"notebook could not be read: {type(exc).__name__}"
+    return sub
+
+
+def from_bytes(name, raw, exercise, filename):
+    """A submission from bytes in hand (``filename``'s suffix says notebook or ``.py``).
+
+    What :func:`read` does after opening the file; never raises on bad input.
+    """
+    sub = Submission(name=name, path=Path(filename), exercise=exercise)
+    try:
+        _parse(sub, raw)
     except Exception as exc:  # a promise: bad input never crashes the class run
         sub.unreadable = f"notebook could not be read: {type(exc).__name__}"
     return sub
@@ -130,7 +145,11 @@ def _read(sub, path):
     except OSError as exc:
         sub.unreadable = f"the file could not be opened: {exc.strerror}"
         return
-    size = max(size, len(raw))
+    _parse(sub, raw, max(size, len(raw)))
+
+
+def _parse(sub, raw, size=None):
+    size = len(raw) if size is None else size
     if size > MAX_FILE_BYTES:
         sub.unreadable = (f"the file is {_mib(size)}, over the {_mib(MAX_FILE_BYTES)} limit for "
                           f"a notebook file (saved outputs count there): {CLEAR_OUTPUTS}")
@@ -141,8 +160,8 @@ def _read(sub, path):
     except UnicodeDecodeError as exc:
         sub.unreadable = f"notebook could not be read: it is not UTF-8 text (bad byte at position {exc.start})"
         return
-    if path.suffix == ".py":
-        sub.cells = [Cell(label=path.name, source=text)]
+    if sub.path.suffix == ".py":
+        sub.cells = [Cell(label=sub.path.name, source=text)]
     else:
         _read_notebook(sub, text)
     code = sum(len(c.source.encode("utf-8", "replace")) for c in sub.cells)

@@ -13,6 +13,7 @@ import importlib
 import inspect
 
 from autograder.feedback import GradeFailure
+from autograder.results import CheckResult
 
 
 def hidden_module(exercise):
@@ -40,30 +41,37 @@ def run_test(exercise, name, obs, seed):
     return None
 
 
-def entry(title, points, score, output, status=None):
-    """One Gradescope ``tests`` entry (``visibility`` visible: feedback is for learners)."""
-    return {"name": title, "score": score, "max_score": points,
-            "status": status or ("passed" if score == points else "failed"),
-            "output": output, "visibility": "visible"}
+def check(exercise, name, obs, seed):
+    """Hidden test ``name`` of ``exercise`` on ``obs``: its :class:`CheckResult`.
+
+    The one verdict both graders give: the command line and the service
+    through :func:`checks`, ``nbgrader autograde`` through
+    :mod:`autograder.nbgrader_bridge`.
+    """
+    test = getattr(hidden_module(exercise), name)
+    if "missing" in obs:  # the probe found no function to test
+        message = f"`{obs['missing']}` is not defined"
+    else:
+        message = run_test(exercise, name, obs, seed)
+    if message is None:
+        return CheckResult(name, test.title, test.points, test.points, "passed",
+                           f"Passed: {test.title}.")
+    return CheckResult(name, test.title, 0, test.points, "failed", message)
+
+
+def checks(exercise, obs, seed):
+    """Every hidden test of ``exercise`` on ``obs``, in order: ``[CheckResult]``."""
+    return [check(exercise, name, obs, seed) for name, _, _ in hidden_tests(exercise)]
 
 
 NOT_RUN = "Not run."
 
 
-def all_failed(exercise):
+def not_run(exercise):
     """Every hidden test scored 0, not run (timeouts, a missing function, the stub).
 
-    The reason is said once, in the result's ``output``; each test says only
+    The reason is said once, in the result's ``output``; each check says only
     :data:`NOT_RUN`, so feedback does not repeat it once per test.
     """
-    return [entry(title, points, 0, NOT_RUN) for _, title, points in hidden_tests(exercise)]
-
-
-def judge(exercise, obs, seed):
-    """Run the exercise's hidden tests on ``obs``; return Gradescope test entries."""
-    tests = []
-    for name, title, points in hidden_tests(exercise):
-        message = run_test(exercise, name, obs, seed)
-        tests.append(entry(title, points, 0 if message else points,
-                           message or f"Passed: {title}."))
-    return tests
+    return [CheckResult(name, title, 0, points, "failed", NOT_RUN)
+            for name, title, points in hidden_tests(exercise)]

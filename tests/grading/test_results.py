@@ -1,0 +1,137 @@
+"""Typed results, and Gradescope's format made in one place (in-process, no sandbox)."""
+import json
+
+from autograder import gradescope, judge, pipeline
+from autograder.load import Submission
+from autograder.results import CheckResult, GradingResult
+from autograder.service.app import describe
+from tests.grading.helpers import ASSIGNMENT
+
+
+def _result():
+    return GradingResult(
+        [CheckResult("test_values", "values: the result equals state + delta", 2, 2, "passed",
+                     "Passed: values: the result equals state + delta."),
+         CheckResult("test_empty", "empty input returns an empty float32 array", 0, 1, "failed",
+                     "Checked: ...\nExpected: ...\nGot: ...")],
+        "1 of 2 checks passed.", "graded", "ab" * 32, 1.23456, "x" * 2500)
+
+
+# Gradescope's results.json as the command line wrote it before results were typed
+# (autograder/results.py results_json + grade.entry): the bytes must not change.
+WRITTEN = """{
+  "score": 2,
+  "max_score": 3,
+  "output": "1 of 2 checks passed.",
+  "execution_time": 1.235,
+  "tests": [
+    {
+      "name": "values: the result equals state + delta",
+      "score": 2,
+      "max_score": 2,
+      "status": "passed",
+      "output": "Passed: values: the result equals state + delta.",
+      "visibility": "visible"
+    },
+    {
+      "name": "empty input returns an empty float32 array",
+      "score": 0,
+      "max_score": 1,
+      "status": "failed",
+      "output": "Checked: ...\\nExpected: ...\\nGot: ...",
+      "visibility": "visible"
+    }
+  ],
+  "extra_data": {
+    "status": "graded",
+    "digest": "%s",
+    "learner_output": "%s"
+  }
+}
+""" % ("ab" * 32, "x" * 2000)
+
+
+def test_results_json_keeps_its_bytes(tmp_path):
+    path = pipeline.report(tmp_path, "ada", _result())
+    assert path == tmp_path / "ada" / "results.json"
+    assert path.read_text() == WRITTEN
+
+
+def test_every_edge_uses_the_one_conversion(tmp_path):
+    """The command line's file, the service's reply and Gradescope's results.json
+    are the same conversion of the same typed result."""
+    result = _result()
+    edge = result.to_gradescope()
+    assert json.loads(pipeline.report(tmp_path, "ada", result).read_text()) == edge
+    row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
+           "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
+           "result": json.loads(json.dumps(result.to_record()))}  # as the store keeps it
+    assert describe(row)["result"] == edge
+    cut = gradescope.for_gradescope(result, "after_published")
+    assert cut == {**{k: v for k, v in result.to_gradescope("after_published").items()
+                      if k in gradescope.RESULT_FIELDS}, "output_format": "text"}
+    assert {t["visibility"] for t in cut["tests"]} == {"after_published"}
+    assert "max_score" not in cut  # not among Gradescope's documented top-level fields
+
+
+def test_a_stored_result_comes_back_whole():
+    result = _result()
+    assert len(result.learner_output) == 2000  # the end of what the learner printed
+    stored = json.loads(json.dumps(result.to_record()))
+    assert pipeline.stored(stored, ASSIGNMENT) == result
+    assert [c.grade_id for c in pipeline.stored(stored, ASSIGNMENT).checks] == \
+        ["test_values", "test_empty"]
+
+
+def test_a_result_stored_before_typing_gets_grade_ids_from_titles():
+    """A service database from before typed results holds Gradescope dicts."""
+    old = GradingResult(judge.not_run(ASSIGNMENT), "timed out", "timeout", "d", 3.0)
+    back = pipeline.stored(old.to_gradescope(), ASSIGNMENT)
+    assert [c.grade_id for c in back.checks] == [n for n, _, _ in judge.hidden_tests(ASSIGNMENT)]
+    assert back.to_gradescope() == old.to_gradescope()
+
+
+def test_checks_carry_nbgrader_grade_ids():
+    checks = judge.not_run(ASSIGNMENT)
+    assert [(c.grade_id, c.title, c.max_score) for c in checks] == judge.hidden_tests(ASSIGNMENT)
+    assert all((c.score, c.status, c.output) == (0, "failed", judge.NOT_RUN) for c in checks)
+
+
+def test_a_check_on_observations_without_the_function_says_so():
+    name = judge.hidden_tests(ASSIGNMENT)[0][0]
+    check = pipeline.check(ASSIGNMENT, name, {"missing": "update_with_donate"}, 1)
+    assert (check.grade_id, check.score, check.status) == (name, 0, "failed")
+    assert check.output == "`update_with_donate` is not defined"
+
+
+def test_judging_without_running_gives_a_typed_result():
+    sub = Submission(name="ada", path=None, exercise=ASSIGNMENT, attempted=False)
+    result = pipeline.judge(sub, None, "ab" * 32, 0.5)
+    assert (result.status, result.score, result.seconds) == ("not attempted", 0, 0.5)
+    assert result.max_score == sum(p for _, _, p in judge.hidden_tests(ASSIGNMENT))
+    fault = pipeline.grader_fault(ASSIGNMENT, KeyError("x"), "cd")
+    assert (fault.status, fault.digest, fault.checks) == ("error", "cd", result.checks)
+    assert "KeyError" in fault.output
+
+
+def test_loading_bytes_matches_loading_the_file(tmp_path):
+    """The service grades its stored bytes as the command line grades the same file."""
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                     "source": "x = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    raw = (json.dumps(nb, indent=1) + "\n").encode()
+    (tmp_path / f"{ASSIGNMENT}.ipynb").write_bytes(raw)
+    from_file = pipeline.load("ada", tmp_path / f"{ASSIGNMENT}.ipynb", None, ASSIGNMENT)
+    in_hand = pipeline.load_bytes("ada", raw, ASSIGNMENT, f"{ASSIGNMENT}.ipynb")
+    assert (in_hand.cells, in_hand.sha256, in_hand.unreadable, in_hand.attempted) == \
+        (from_file.cells, from_file.sha256, from_file.unreadable, from_file.attempted)
+    assert pipeline.load_bytes("ada", b"\xff", ASSIGNMENT, "a.ipynb").unreadable.startswith(
+        "notebook could not be read: it is not UTF-8")
+
+
+def test_no_other_module_builds_gradescope_entries():
+    """Gradescope's per-test and timing keys are written in results.py alone."""
+    from tests.conftest import REPO
+
+    makers = sorted(str(p.relative_to(REPO)) for p in (REPO / "autograder").rglob("*.py")
+                    if any(key in p.read_text() for key in ('"visibility":', '"execution_time":')))
+    assert makers == ["autograder/results.py"]

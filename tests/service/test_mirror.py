@@ -1,0 +1,38 @@
+"""The gradebook mirror writes each check's score to the cell its grade id names,
+and the notebook nbgrader keeps is the stored one, byte for byte."""
+import json
+
+from nbgrader.api import Gradebook
+
+from autograder.judge import hidden_tests
+from autograder.results import CheckResult, GradingResult
+from autograder.service.gradebook import Mirror
+from autograder.service.store import Caps, Store
+from tests.conftest import copy_course
+from tests.grading.helpers import ASSIGNMENT, released_notebook
+
+
+def test_scores_land_on_the_cells_their_grade_ids_name(course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    raw = (json.dumps(released_notebook(course), indent=1) + "\n").encode()
+    store = Store(tmp_path / "grading.db")
+    try:
+        sub_id = store.admit("ada", ASSIGNMENT, raw, "10.0.0.1", Caps(rate_count=0))[0]
+        store.claim("host:1:0", lease=30)
+        # Points differ per check, and the checks come in reverse order: only the
+        # grade ids say which cell each score belongs to.
+        checks = [CheckResult(name, title, points if i % 2 else 0, points,
+                              "passed" if i % 2 else "failed", "")
+                  for i, (name, title, points) in enumerate(hidden_tests(ASSIGNMENT))]
+        result = GradingResult(checks[::-1], "", "graded", "d", 1.0)
+        assert store.finish(sub_id, "host:1:0", result.to_record())
+        [row] = store.unsynced()
+        Mirror(course).record(row)
+    finally:
+        store.engine.dispose()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {c.grade_id: gb.find_grade(c.grade_id, ASSIGNMENT, ASSIGNMENT, "ada").auto_score
+                  for c in checks}
+    assert scores == {c.grade_id: float(c.score) for c in checks}
+    saved = course / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert saved.read_bytes() == raw
