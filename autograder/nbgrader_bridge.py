@@ -19,10 +19,11 @@ logging and both stderr routes silenced, so feedback shows the message alone,
 with no traceback through hidden test source.
 """
 import contextlib
-import importlib
 import logging
 import os
 import sys
+
+from autograder import exercises
 
 SEED = 20261129  # any seed works: correct answers pass for every input
 FAILED = "\u2717 Not passed: "  # starts the one stderr message that scores a cell 0
@@ -55,7 +56,7 @@ def _silenced():
 def observations(exercise, ns):
     """Probe observations for ``exercise``, computed once per kernel."""
     if exercise not in _observed:
-        probe = importlib.import_module(f"autograder.probes.{exercise}")
+        probe = exercises.get(exercise).probe()
         with _silenced():
             _observed[exercise] = probe.observe(ns, SEED)
     return _observed[exercise]
@@ -70,7 +71,7 @@ def check(exercise, test_name, ns=None):
     from autograder import grade
 
     ns = ns if ns is not None else sys._getframe(1).f_globals
-    title = getattr(grade.hidden_module(exercise), test_name).title
+    title = getattr(exercises.get(exercise).hidden(), test_name).title
     obs = observations(exercise, ns)
     if "missing" in obs:
         return _failed(title, f"`{obs['missing']}` is not defined")

@@ -20,10 +20,12 @@ from autograder import grade as hidden, results, sandbox
 
 @functools.lru_cache(maxsize=1)
 def grader_digest():
-    """Hash of the grader's own code: a changed test or probe regrades everything."""
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
-        h.update(path.read_bytes())
+    """Hash of the grader's own code: a changed test or probe regrades everything
+    (sample answers, in the exercises' ``hidden/samples/``, are not the grader's code)."""
+    h, root = hashlib.sha256(), Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        if "samples" not in path.relative_to(root).parts:
+            h.update(path.read_bytes())
     return h.hexdigest()
 
 

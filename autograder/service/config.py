@@ -83,10 +83,10 @@ def open_store(args, stopping=None):
 
 def start_workers(args, store, mirror):
     """Launch the zygote and start ``args.jobs`` grading threads; the :class:`Workers`."""
-    from autograder import sandbox, submission
+    from autograder import exercises, sandbox
     from autograder.service.grader import Workers
     # One zygote for the process's lifetime, with every exercise's imports loaded.
-    sandbox.shared().launch(submission.EXERCISES)
+    sandbox.shared().launch(exercises.names())
     sandbox.protect()
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     workers = Workers(store, mirror, limits, args.jobs, args.slot_base, args.lease)
