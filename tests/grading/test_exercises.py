@@ -1,10 +1,10 @@
 """The exercises after the first: release, samples graded by both graders.
 
 For each exercise in :data:`NEW`, the sample answer cells in
-``samples/<exercise>/`` are put into the released notebook and handed in as an
+``autograder/exercises/<exercise>/hidden/samples/`` are put into the released notebook and handed in as an
 nbgrader ``submitted/`` tree in a private copy of the released course. The tree
 is graded once by ``python -m autograder`` and once by ``nbgrader autograde``;
-both must give each sample its expected total (``samples/<exercise>/expected.json``).
+both must give each sample its expected total (``expected.json`` there).
 """
 import json
 import shutil
@@ -139,8 +139,8 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     """
     import jax
 
-    from autograder.hidden.test_donation_report import truth
-    from autograder.probes.donation_report import CASES, make_case
+    from autograder.exercises.donation_report.hidden.tests import truth
+    from autograder.exercises.donation_report.probe import CASES, make_case
 
     flags = {name: [leaf["aliased"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
     assert flags == {"nested": [True] * 3, "dataclass": [True] * 3, "width": [True, False],
@@ -173,7 +173,7 @@ def _alias(fn, *args):
 
     import jax
 
-    from autograder.hidden.test_donation_report import _alias_items
+    from autograder.exercises.donation_report.hidden.tests import _alias_items
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -9,7 +9,7 @@ import pytest
 from nbgrader.utils import compute_checksum, is_grade, is_locked, is_solution
 
 from autograder import grade, notebook
-from autograder.probes.update_with_donate import observe
+from autograder.exercises.update_with_donate.probe import observe
 from tests.conftest import REPO
 from tests.grading.helpers import SAMPLES, released_notebook
 

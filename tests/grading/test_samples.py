@@ -1,6 +1,6 @@
 """Every sample submission gets its expected grade, from both graders.
 
-The samples (``samples/*.py``) are answer cells; each is put into the
+The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer cells; each is put into the
 released notebook and handed in as an nbgrader ``submitted/`` tree. The
 tree is graded once by ``python -m autograder`` and once by
 ``nbgrader autograde``; both must give each sample its expected total.
@@ -95,7 +95,7 @@ def test_feedback_says_what_was_checked_and_hides_test_source(graded):
 
 def test_feedback_names_each_compiled_helper_once():
     """A helper jitted inside the function is lowered once per call; say it once."""
-    from autograder.hidden import test_update_with_donate as hidden
+    from autograder.exercises.update_with_donate.hidden import tests as hidden
 
     module = {"module": "jit__lambda", "args": ["tensor<32xf32>"] * 2, "donated": [False, False]}
     assert hidden._describe([module] * 4) == "jit__lambda donates 0 of its 2 arguments"
