@@ -54,7 +54,7 @@ def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
     saved.write_text(json.dumps({"obs": obs, "seed": 7}))
     env = dict(os.environ, AUTOGRADER_OBSERVATIONS=str(saved), PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(REPO / "autograder" / "hidden" / "test_update_with_donate.py"),
+                           str(REPO / "autograder" / "exercises" / "update_with_donate" / "hidden" / "tests.py"),
                            "-rA"], env=env, capture_output=True, text=True, cwd=tmp_path)
     failed_by_pytest = {line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
                         if line.startswith("FAILED")}
