@@ -22,6 +22,7 @@ def _parts(root, name):
     return {"metadata": folder / "__init__.py",
             "probe": folder / "probe.py",
             "hidden tests": folder / "hidden" / "tests.py",
+            "hidden package": folder / "hidden" / "__init__.py",
             "samples' expected grades": folder / "hidden" / "samples" / "expected.json",
             "nbgrader source notebook": root / "exercises" / "source" / name / f"{name}.ipynb",
             "book page": root / "book" / "exercises" / f"{name}.md"}
