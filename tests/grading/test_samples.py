@@ -7,10 +7,12 @@ tree is graded once by ``python -m autograder`` and once by
 """
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import exercises
 from autograder.grade import hidden_tests
 from tests.conftest import REPO, copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
@@ -80,7 +82,7 @@ def test_results_follow_gradescope_format(graded):
 
 def test_feedback_says_what_was_checked_and_hides_test_source(graded):
     out, _ = graded
-    hidden_source = (REPO / "autograder" / "hidden" / f"test_{ASSIGNMENT}.py").read_text()
+    hidden_source = Path(exercises.get(ASSIGNMENT).hidden().__file__).read_text()
     secret_lines = [line.strip() for line in hidden_source.splitlines()
                     if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
     for name in EXPECTED:
