@@ -21,8 +21,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from autograder import exercises
 from autograder.grade import hidden_tests
-from autograder.exercises import names
 from autograder.submission import instructor_cells
 from tests.conftest import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, expected, released_notebook, samples_dir, with_answer
@@ -121,14 +121,14 @@ def _pick(exercise):
     return [(n, want[n]) for n in ("reference", wrong, "syntax_error", "unattempted") if n in want]
 
 
-SAMPLE_CASES = [(ex, name, want) for ex in names()
+SAMPLE_CASES = [(ex, name, want) for ex in exercises.names()
                 if (samples_dir(ex) / "expected.json").exists() for name, want in _pick(ex)]
 HOSTILE_CASES = ["solution", "wrong", "infinite_loop", "memory_bomb", "segfault",
                  "os_exit_zero", "reads_hidden_tests", "forges_results", "invalid_json"]
 
 
 def test_make_gradescope_builds_one_zip_per_exercise(zips):
-    assert sorted(zips) == sorted(names())
+    assert sorted(zips) == sorted(exercises.names())
     for path in zips.values():
         names = zipfile.ZipFile(path).namelist()
         assert {"setup.sh", "run_autograder"} <= set(names)  # at the root, as Gradescope requires
@@ -279,7 +279,7 @@ def test_zips_hold_no_solution_and_no_other_exercise(zips):
         own = {f"autograder/exercises/{exercise}/__init__.py", f"autograder/exercises/{exercise}/probe.py",
                f"autograder/exercises/{exercise}/hidden/tests.py",
                f"exercises/source/{exercise}/{exercise}.ipynb"}
-        for other in set(names()) - {exercise}:
+        for other in set(exercises.names()) - {exercise}:
             assert not [n for n in texts if other in n], (exercise, other)
         assert own <= set(texts)
         notebook = json.loads(zipfile.ZipFile(path).read(f"exercises/source/{exercise}/{exercise}.ipynb"))
