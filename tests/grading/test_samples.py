@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 
 from autograder import exercises
 from autograder.grade import hidden_tests
-from tests.conftest import REPO, copy_course, grader_cli, nbgrader
+from tests.conftest import copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
