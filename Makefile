@@ -19,8 +19,9 @@ JUPYTER_PORT ?= $(call default,JUPYTER_PORT)
 GRADESCOPE_OUT ?= _build/gradescope
 # Visibility of the hidden tests' results on Gradescope: visible or after_published.
 GRADESCOPE_VISIBILITY ?= visible
-# Exercises (nbgrader assignments) released into exercises/release/ for the site.
-ASSIGNMENTS := update_with_donate donation_report fix_training_loop silent_donation
+# The exercises (nbgrader assignments), as registered in autograder/exercises/__init__.py
+# (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
+ASSIGNMENTS = $(shell $(PYTHON) -c "from autograder.exercises import names; print(*names())")
 
 .PHONY: venv release book serve hub test test-fast gradescope clean
 venv: $(VENV)/.installed
@@ -39,6 +40,7 @@ $(VENV)/.installed: requirements.txt
 	@touch $@
 
 release: venv
+	@test -n "$(ASSIGNMENTS)" || { echo "==> no exercises: $(PYTHON) could not read autograder/exercises"; exit 1; }
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
 	@cd exercises && for a in $(ASSIGNMENTS); do \
 	  PATH="$(CURDIR)/$(BIN):$$PATH" $(call default,RELEASE) "$$a" || exit 1; done
@@ -81,10 +83,10 @@ test-fast: venv
 	@echo "==> running the fast tier (make test runs every tier)"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests --fast --random-order-bucket=global
 
-# The exercise list is autograder/load.py's EXERCISES: a new exercise gets its zip.
+# One zip per registered exercise (ASSIGNMENTS): a new exercise gets its zip.
 gradescope: venv
 	@echo "==> building Gradescope autograders into $(GRADESCOPE_OUT)/"
-	@for ex in $$(JAX_PLATFORMS=cpu $(BIN)/python -c "from autograder.load import EXERCISES; print(*EXERCISES)"); do \
+	@for ex in $(ASSIGNMENTS); do \
 	  JAX_PLATFORMS=cpu $(BIN)/python -m autograder gradescope "$$ex" --out "$(GRADESCOPE_OUT)" \
 	    --visibility "$(GRADESCOPE_VISIBILITY)" || exit 1; done
 

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from tqdm import tqdm
 
 from autograder import defaults, load, pipeline, sandbox
+from autograder.exercises import names as exercise_names
 
 
 def parse(argv):
@@ -25,7 +26,7 @@ def parse(argv):
                                        "builds a Gradescope autograder zip (see its --help).")
     p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
-    p.add_argument("--exercise", choices=load.EXERCISES, help="default: from the path")
+    p.add_argument("--exercise", choices=exercise_names(), help="default: from the path")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
     p.add_argument("--timeout", type=float, default=defaults.CLI_TIMEOUT_S,
                    help=f"seconds per submission (default {defaults.CLI_TIMEOUT_S:g})")

@@ -28,7 +28,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder import load, pipeline, results, sandbox
+from autograder import exercises, load, pipeline, results, sandbox
 
 ROOT_ENV = "GRADESCOPE_ROOT"
 VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
@@ -88,8 +88,7 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     subprocess.CalledProcessError when the exercise's probe, hidden tests or
     notebook imports cannot be imported here.
     """
-    if exercise not in load.EXERCISES:
-        raise ValueError(f"unknown exercise {exercise!r}; one of {', '.join(load.EXERCISES)}")
+    exercises.get(exercise)  # ValueError for an unknown exercise
     limits = limits or sandbox.Limits()
     modules, dists = _imports(exercise)
     args = (f"{exercise} --visibility {visibility} --timeout {limits.seconds:g} "
@@ -144,8 +143,8 @@ def _imports(exercise):
     process import, and what the exercise's notebook imports (its answer's
     packages included).
     """
-    entries = [f"autograder.probes.{exercise}", f"autograder.hidden.test_{exercise}",
-               "autograder.gradescope", "autograder.sandbox.zygote", "autograder.probes.common",
+    entries = [f"autograder.exercises.{exercise}.probe", f"autograder.exercises.{exercise}.hidden.tests",
+               "autograder.gradescope", "autograder.sandbox.zygote", "autograder.exercises.common",
                "IPython.core.inputtransformer2", "nbformat", *_notebook_imports(exercise)]
     proc = subprocess.run([sys.executable, "-c", _LIST_IMPORTS, exercise, *entries], cwd=sandbox.REPO,
                           env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(sandbox.REPO)),
@@ -160,7 +159,7 @@ def _imports(exercise):
 
 def _notebook_imports(exercise):
     """Top-level packages the exercise's source notebook imports (never ``autograder``)."""
-    path = load.SOURCE / exercise / f"{exercise}.ipynb"
+    path = exercises.get(exercise).source
     names = set()
     for cell in json.loads(path.read_text("utf-8"))["cells"]:
         if cell["cell_type"] != "code":
@@ -271,7 +270,7 @@ def build_main(argv):
     """``python -m autograder gradescope EXERCISE --out DIR``: build one zip."""
     p = argparse.ArgumentParser(prog="python -m autograder gradescope",
                                 description="Write DIR/EXERCISE-gradescope.zip for Gradescope.")
-    p.add_argument("exercise", choices=load.EXERCISES)
+    p.add_argument("exercise", choices=exercises.names())
     p.add_argument("--out", required=True, help="folder for the zip")
     _limit_options(p, "the hidden tests' visibility for learners (default: visible)")
     args = p.parse_args(argv)
@@ -291,7 +290,7 @@ def main(argv=None):
     """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope")
     p.add_argument("command", choices=["run"])
-    p.add_argument("exercise", choices=load.EXERCISES)
+    p.add_argument("exercise", choices=exercises.names())
     _limit_options(p, "each hidden test's visibility")
     args = p.parse_args(argv)
     root = Path(os.environ.get(ROOT_ENV) or "/autograder")

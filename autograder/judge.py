@@ -1,23 +1,23 @@
 """Step 3 of grading: judge the observations with the hidden tests.
 
 Runs in the grader's process, never in the learner's. The hidden tests
-(``hidden/test_<exercise>.py``) are pytest tests taking the fixtures ``obs``
+(``exercises/<exercise>/hidden/tests.py``) are pytest tests taking the fixtures ``obs``
 and ``seed``; here each is called directly, in file order, exactly as the
 nbgrader bridge calls them, so both graders judge with the same code (and a
 class is not charged a pytest session per submission). To run them under
 pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": ...}``
-(see ``hidden/conftest.py``). A failing test shows only its
+(see ``exercises/conftest.py``). A failing test shows only its
 :class:`~autograder.feedback.GradeFailure` message, never its source.
 """
-import importlib
 import inspect
 
+from autograder import exercises
 from autograder.feedback import GradeFailure
 from autograder.results import CheckResult
 
 
 def hidden_module(exercise):
-    return importlib.import_module(f"autograder.hidden.test_{exercise}")
+    return exercises.get(exercise).hidden()
 
 
 def hidden_tests(exercise):

@@ -1,10 +1,8 @@
 """The exercise notebooks' submit cell: send the notebook, as saved after this run, for grading.
 
-Each exercise notebook's last cell (grade_id ``submit``, read-only, not graded) is
-
-    from autograder.learner_submit import submit
-    submit("<exercise>")
-
+Each exercise notebook ends with the cells :func:`cells` makes (written only
+here; ``nbgrader generate_assignment`` appends them, autograder/nbgrader_release.py):
+a read-only, ungraded code cell (grade_id ``submit``) calling :func:`submit`,
 run by the learner in the course JupyterLab (``make serve``), whose kernels have
 this repository on their import path. It posts the saved ``.ipynb`` to the grading
 service (autograder/SERVICE.md) and prints the score and what each check found.
@@ -37,6 +35,33 @@ from autograder import defaults
 ASK_AFTER_S = 6      # then ask for Ctrl-S (the course JupyterLab autosaves every 2 s)
 SAVE_WAIT_S = 180    # then refuse
 POLL_S = 600         # grading answers within seconds; stop polling after this
+
+SUBMIT_INTRO = (
+    "### Submit\n"
+    "Run the cell below to have the notebook graded and read the feedback. It grades the "
+    "notebook as saved after you run it, so it waits for the save. It is not graded itself.")
+SUBMIT_CODE = """\
+# Submit for grading (this cell is not graded): it waits until the notebook is
+# saved (the course JupyterLab saves within seconds; Ctrl-S saves now), sends that
+# saved file to the course's grading service, and prints your score and what each
+# check found.
+from autograder.learner_submit import submit
+
+submit("{exercise}")"""
+
+
+def cells(exercise: str) -> list:
+    """The two cells every released notebook of ``exercise`` ends with, as nbformat 4
+    dicts: :data:`SUBMIT_INTRO` (markdown) and :data:`SUBMIT_CODE` (code), both
+    read-only and ungraded, nbgrader grade_ids ``submit_intro`` and ``submit``."""
+    def cell(cell_type, grade_id, source):
+        meta = {"grade": False, "grade_id": grade_id, "locked": True, "schema_version": 3,
+                "solution": False, "task": False}
+        extra = {"execution_count": None, "outputs": []} if cell_type == "code" else {}
+        return {"cell_type": cell_type, "id": grade_id.replace("_", "-"),
+                "metadata": {"nbgrader": meta}, "source": source, **extra}
+    return [cell("markdown", "submit_intro", SUBMIT_INTRO),
+            cell("code", "submit", SUBMIT_CODE.format(exercise=exercise))]
 
 
 def learner() -> str:

@@ -13,12 +13,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import notebook
+from autograder import exercises, learner_submit, notebook
 from autograder.notebook import checksum as compute_checksum
 from autograder.notebook import is_grade, is_solution
 
-SOURCE = Path(__file__).resolve().parent.parent / "exercises" / "source"
-EXERCISES = ("update_with_donate", "donation_report", "fix_training_loop", "silent_donation")
 # Saved outputs (images, long prints) are never graded, so they count toward
 # no limit on what is graded: a notebook file up to MAX_FILE_BYTES is read and
 # its outputs dropped; then up to MAX_SOURCE_BYTES of code is graded.
@@ -177,9 +175,9 @@ def _mib(n):
 
 def exercise_for(path, assignment):
     for candidate in (assignment, path.stem, path.parent.name):
-        if candidate in EXERCISES:
+        if candidate in exercises.names():
             return candidate
-    return EXERCISES[0]
+    return exercises.names()[0]
 
 
 def _read_notebook(sub, text):
@@ -221,7 +219,7 @@ def _answers_other_exercise(exercise, nb_cells):
     ids = {i for i in (_meta(c).get("grade_id") for c in nb_cells) if isinstance(i, str)}
     if exercise in ids:
         return None
-    return next((other for other in EXERCISES if other in ids), None)
+    return next((other for other in exercises.names() if other in ids), None)
 
 
 def _code_cells(sub, nb_cells):
@@ -266,12 +264,14 @@ def _code_cells(sub, nb_cells):
 
 @functools.lru_cache(maxsize=None)
 def instructor_cells(exercise):
-    """Locked cells of the instructor's source notebook, by nbgrader grade_id."""
-    path = SOURCE / exercise / f"{exercise}.ipynb"
+    """Locked cells of the instructor's notebook, by nbgrader grade_id: the source
+    notebook's and the submit cells nbgrader adds at release (as its gradebook has them)."""
+    path = exercises.get(exercise).source
     try:
         nb_cells = notebook.cells(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError):
         return {}
+    nb_cells += notebook.cells({"nbformat": 4, "cells": learner_submit.cells(exercise)})
     return {_meta(c)["grade_id"]: c for c in nb_cells
             if _meta(c).get("locked") and not _meta(c).get("solution")}
 

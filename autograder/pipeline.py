@@ -20,22 +20,23 @@ result written so far.
 """
 import functools
 import hashlib
-import importlib
 import time
 from pathlib import Path
 
 import autograder.judge
 import autograder.load
-from autograder import results, sandbox
+from autograder import exercises, results, sandbox
 from autograder.results import GradingResult
 
 
 @functools.lru_cache(maxsize=1)
 def grader_digest():
-    """Hash of the grader's own code: a changed test or probe regrades everything."""
-    h = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.rglob("*.py")):
-        h.update(path.read_bytes())
+    """Hash of the grader's own code: a changed test or probe regrades everything
+    (sample answers, in the exercises' ``hidden/samples/``, are not the grader's code)."""
+    h, root = hashlib.sha256(), Path(__file__).resolve().parent
+    for path in sorted(root.rglob("*.py")):
+        if "samples" not in path.relative_to(root).parts:
+            h.update(path.read_bytes())
     return h.hexdigest()
 
 
@@ -92,7 +93,7 @@ def run(sub, limits, slot, hex_digest, hide=()):
 def observe(exercise, ns, seed):
     """Step 2 inside a kernel that already ran the learner's code (nbgrader's):
     the exercise's probe on namespace ``ns``; the observations dict."""
-    return importlib.import_module(f"autograder.probes.{exercise}").observe(ns, seed)
+    return exercises.get(exercise).probe().observe(ns, seed)
 
 
 def hidden_dirs(paths):

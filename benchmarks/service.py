@@ -7,7 +7,7 @@ a released course whose gradebook lives in it, one API process (``--jobs 0``,
 ``--max-per-client 0``: every simulated learner has this machine's address) and
 that many ``python -m autograder.service.worker --jobs 1`` processes. Each
 learner sends one correct notebook (the full released notebook with one of the
-seven full-mark rewrites in ``tests/grading/samples/``) at a uniformly random
+seven full-mark rewrites in ``autograder/exercises/update_with_donate/hidden/samples/``) at a uniformly random
 moment of the window and polls every 2 s until it is graded.
 
 Prints, per run: throughput (results per second, from the first submission to

@@ -19,6 +19,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.en
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(HERE.parent))
 from autograder.nbgrader_bridge import IGNORED_STDERR  # noqa: E402
+from autograder.nbgrader_release import release_preprocessors  # noqa: E402
 
 # A graded cell's score is the hidden test's verdict alone: the bridge marks a
 # failure in its stderr message, and every other stderr output (JAX's INFO
@@ -28,6 +29,10 @@ c.IgnorePattern.enabled = True  # off by default in nbgrader 0.9.6
 c.IgnorePattern.pattern = IGNORED_STDERR
 
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+# Every released notebook ends with the submit cells, written once in
+# autograder/learner_submit.py and added here, before nbgrader locks, checksums
+# and records the cells (so validate and autograde know them).
+c.GenerateAssignment.preprocessors = release_preprocessors()
 c.Execute.timeout = 120
 # Feedback shows each graded cell's output, never its hidden part.
 c.GenerateFeedback.preprocessors = [

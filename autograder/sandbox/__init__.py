@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 
 from autograder.sandbox import wire
-from autograder.sandbox.confine import REPO, XLA_FLAGS, import_paths
+from autograder.sandbox.confine import HIDDEN, REPO, XLA_FLAGS, import_paths
 from autograder.sandbox.uids import Lease, kill_uid, lease_uid
 from autograder.sandbox.wire import Limits, Outcome
 
@@ -43,7 +43,7 @@ __all__ = ["run", "Limits", "Outcome", "protect", "import_paths", "Lease", "leas
 
 # Paths learner code must not read: hidden tests, solutions, sample answers,
 # grades. When grading runs as root they are made root-only (git keeps no modes).
-PRIVATE = ("autograder/hidden", "exercises/source", "exercises/gradebook.db",
+PRIVATE = (*HIDDEN, "exercises/source", "exercises/gradebook.db",
            "exercises/submitted", "exercises/autograded", "tests", "grading.db", ".git")
 
 

@@ -17,6 +17,8 @@ import signal
 import sys
 from pathlib import Path
 
+from autograder import exercises
+
 # Learner programs are tiny, and each XLA compile costs more than running
 # them. Skipping LLVM's optimisation passes and using XLA CPU's older
 # elemental emitters instead of its fusion emitters halves a compile (about
@@ -25,10 +27,12 @@ from pathlib import Path
 # code generation) nor results beyond float rounding order.
 XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 REPO = Path(__file__).resolve().parents[2]
+# Each exercise's hidden tests and sample answers (autograder/exercises/<name>/hidden).
+HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
 # Covered by empty mounts in the learner's mount namespace: every world-writable
 # place (so nothing persists or passes between learners) and the repo's private parts.
 SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
-REPO_MOUNTS = ("autograder/hidden", "exercises", "tests", ".git", "benchmarks")
+REPO_MOUNTS = (*HIDDEN, "exercises", "tests", ".git", "benchmarks")
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 

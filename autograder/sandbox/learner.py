@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 
+import autograder.exercises
 from autograder.sandbox import wire
 
 _shell = None  # IPython's shell, made once per zygote by preload()
@@ -54,7 +55,7 @@ def shell():
 
 def run_cells(cells, shell, memory_mib=None):
     """Run each cell in ``shell`` as a kernel would; return plain-words messages for cells that failed."""
-    from autograder.probes.common import error_text
+    from autograder.exercises.common import error_text
 
     errors = []
     for cell in cells:
@@ -90,7 +91,7 @@ def preload(exercises=()):
     import jax.numpy  # noqa: F401
     import jax.monitoring  # noqa: F401
 
-    import autograder.probes.common  # noqa: F401
+    import autograder.exercises.common  # noqa: F401
 
     shell()
     for exercise in exercises:
@@ -99,13 +100,15 @@ def preload(exercises=()):
 
 
 def exercise_imports(exercise):
-    """Modules the learners of ``exercise`` use, worth importing once in the zygote.
+    """Modules to import once in the zygote for ``exercise``: its probe, then the
+    heavier imports its learners use (``PRELOAD`` in its metadata,
+    autograder/exercises/<exercise>/__init__.py).
 
-    The one place this list is read: the ``PRELOAD`` tuple of the exercise's
-    probe module (empty when it has none).
+    The probe comes from the fork: the learner's process runs as a sandbox uid,
+    which may not be able to read this checkout (a root-only folder above it).
     """
-    probe = importlib.import_module(f"autograder.probes.{exercise}")
-    return tuple(getattr(probe, "PRELOAD", ()))
+    found = autograder.exercises.get(exercise)
+    return (found.probe().__name__, *found.preload)
 
 
 def serve(request, reply_fd):
@@ -115,13 +118,13 @@ def serve(request, reply_fd):
     module and the shell come from the fork.
     """
     reply = os.fdopen(reply_fd, "w")
-    probe = importlib.import_module(f"autograder.probes.{request['exercise']}")
+    probe = autograder.exercises.get(request["exercise"]).probe()
     ns = shell().user_ns
     errors = run_cells(request["cells"], shell(), request.get("memory_mib"))
     try:
         obs = probe.observe(ns, request["seed"])
     except BaseException as exc:
-        from autograder.probes.common import error_text
+        from autograder.exercises.common import error_text
 
         obs = {"probe_error": error_text(exc)}
     wire.write_reply(reply, errors, obs)

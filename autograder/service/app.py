@@ -33,6 +33,7 @@ import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults, load, pipeline
+from autograder.exercises import names as exercise_names
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
@@ -48,7 +49,7 @@ class Settings:
     max_bytes: int = defaults.MAX_BYTES
     caps: Caps = field(default_factory=Caps)
     origins: tuple = field(default_factory=tuple)
-    exercises: tuple = load.EXERCISES
+    exercises: tuple = exercise_names()
     timeout: float = defaults.SERVICE_TIMEOUT_S  # the workers' per-submission limit (s), for wait estimates
     memory_mib: int = defaults.MEMORY_MIB  # the workers' address-space limit per submission
     address: str = ""  # where this service listens, http://host:port (GET /api/config)

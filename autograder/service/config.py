@@ -84,10 +84,10 @@ def open_store(args, stopping=None):
 def start_grading(args, store, mirror):
     """Prepare the sandbox and start ``args.jobs`` grading threads; the
     :class:`~autograder.service.grader.GradingThreads`."""
-    from autograder import load, pipeline, sandbox
+    from autograder import exercises, pipeline
     from autograder.service.grader import GradingThreads
     # One zygote for the process's lifetime, with every exercise's imports loaded.
-    pipeline.prepare(load.EXERCISES)
+    pipeline.prepare(exercises.names())
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     grading = GradingThreads(store, mirror, limits, args.jobs, args.slot_base, args.lease)
     grading.start()

@@ -30,6 +30,7 @@ import pytest
 
 from autograder import defaults
 from tests.book.sitebuild import REPO
+from tests.grading.helpers import SAMPLES
 
 from .conftest import Watched, screenshot
 
@@ -160,7 +161,7 @@ def test_the_printed_urls_lead_to_a_running_course(make_serve, browser, tmp_path
         released = json.loads((REPO / "exercises" / "release" / "update_with_donate" /
                                "update_with_donate.ipynb").read_text())
         answer = next(c for c in released["cells"] if c["cell_type"] == "code")
-        answer["source"] = (REPO / "tests" / "grading" / "samples" / "reference.py").read_text()
+        answer["source"] = (SAMPLES / "reference.py").read_text()
         upload = tmp_path / "update_with_donate.ipynb"
         upload.write_text(json.dumps(released))
         page.set_input_files("#grader-file", str(upload))

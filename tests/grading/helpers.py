@@ -1,18 +1,21 @@
 """Build submissions from sample answer cells, as learners hand them in.
 
-Samples of the first exercise live in ``samples/``; those of every other
-exercise in ``samples/<exercise>/``, each folder with its own expected.json.
+Each exercise's samples live in its folder, ``autograder/exercises/<exercise>/
+hidden/samples/``, with their expected grades in ``expected.json``.
 Every function takes the assignment, defaulting to the first exercise.
 """
 import json
-from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parent / "samples"
+from autograder import exercises
+
 ASSIGNMENT = "update_with_donate"
 
 
 def samples_dir(assignment=ASSIGNMENT):
-    return SAMPLES if assignment == ASSIGNMENT else SAMPLES / assignment
+    return exercises.get(assignment).samples
+
+
+SAMPLES = samples_dir()  # the first exercise's
 
 
 def expected(assignment=ASSIGNMENT):

@@ -5,13 +5,14 @@ writes bytes a learner might really hand in.
 """
 import copy
 import json
+from pathlib import Path
 
 import nbformat
 from nbformat import v3
 
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, with_answer
 
-SOLUTION = (SAMPLES.parent / "hostile" / "solution.py").read_text()
+SOLUTION = (Path(__file__).resolve().parent / "hostile" / "solution.py").read_text()
 
 
 def _solved(release):

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -23,7 +24,7 @@ from autograder.defaults import release_argv
 from tests.conftest import BIN, REPO, grader_cli, quiet
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 
-AGREEMENT = SAMPLES.parent / "agreement"
+AGREEMENT = Path(__file__).resolve().parent / "agreement"
 EXPECTED = json.loads((AGREEMENT / "expected.json").read_text())
 EXPECTED.pop("_comment")
 ASSIGNMENT = "update_with_donate"
@@ -137,9 +138,9 @@ def test_feedback_says_what_was_observed(graded, name):
 
 def _hidden_parts():
     """``(exercise, grade_id, source)`` of every hidden-test part of the source notebooks."""
-    from autograder.load import EXERCISES
+    from autograder.exercises import names
 
-    for exercise in EXERCISES:
+    for exercise in names():
         path = REPO / "exercises" / "source" / exercise / f"{exercise}.ipynb"
         for cell in json.loads(path.read_text())["cells"]:
             source = "".join(cell["source"])

@@ -1,28 +1,28 @@
 """The exercises after the first: release, samples graded by both graders.
 
-For each exercise in :data:`NEW`, the sample answer cells in
-``samples/<exercise>/`` are put into the released notebook and handed in as an
-nbgrader ``submitted/`` tree in a private copy of the released course. The tree
-is graded once by ``python -m autograder`` and once by ``nbgrader autograde``;
-both must give each sample its expected total (``samples/<exercise>/expected.json``).
+For each exercise in :data:`NEW` (every registered one after the first), the
+sample answer cells in ``autograder/exercises/<exercise>/hidden/samples/`` are
+put into the released notebook and handed in as an nbgrader ``submitted/`` tree
+in a private copy of the released course. The tree is graded once by
+``python -m autograder`` and once by ``nbgrader autograde``; both must give
+each sample its expected total (``expected.json`` there).
 """
 import json
 import shutil
 import warnings
+from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.conftest import REPO, nbgrader
 from tests.grading.helpers import expected, released_notebook, samples_dir, submitted_tree
 from tests.conftest import grader_cli
 from tests.grading.test_samples import results
 
-NEW = ("donation_report", "fix_training_loop", "silent_donation")
-SOLUTION_MARKERS = {"donation_report": "lands_in",
-                    "fix_training_loop": "start = jax.tree.map(jnp.copy",
-                    "silent_donation": "keep_unused=True"}
+NEW = exercises.names()[1:]  # the first exercise's samples: tests/grading/test_samples.py
 SAMPLE_CASES = [(a, name) for a in NEW for name in sorted(expected(a))]
 
 
@@ -53,9 +53,21 @@ def _cells(nb):
 def test_release_has_stub_and_no_hidden_tests(released_course, assignment):
     text = json.dumps(released_notebook(released_course, assignment))
     assert "raise NotImplementedError()" in text
-    for secret in ("BEGIN SOLUTION", SOLUTION_MARKERS[assignment], "BEGIN HIDDEN",
-                   "nbgrader_bridge", "check("):
+    for secret in ("BEGIN SOLUTION", "BEGIN HIDDEN", "nbgrader_bridge", "check("):
         assert secret not in text
+    code = "\n".join("".join(c["source"]) for c in released_notebook(released_course, assignment)["cells"])
+    solution = _solution_lines(assignment)
+    assert solution and not [line for line in solution if line in code]
+
+
+def _solution_lines(assignment):
+    """Lines of the source answer cell's solution (over 20 characters) that learners are not given."""
+    cells = [(c["metadata"].get("nbgrader", {}).get("grade_id"), "".join(c["source"]))
+             for c in json.loads(exercises.get(assignment).source.read_text())["cells"]]
+    answer = next(source for grade_id, source in cells if grade_id == assignment)
+    inside = answer.partition("### BEGIN SOLUTION")[2].partition("### END SOLUTION")[0]
+    given = "\n".join(source for grade_id, source in cells if grade_id != assignment)
+    return [s for s in map(str.strip, inside.splitlines()) if len(s) > 20 and s not in given]
 
 
 @pytest.mark.parametrize("assignment", NEW)
@@ -100,7 +112,7 @@ def test_sample_gets_expected_grade(graded, assignment, name):
 @pytest.mark.parametrize("assignment", NEW)
 def test_feedback_says_what_was_checked_and_hides_test_source(graded, assignment):
     _, out, _ = graded(assignment)
-    source = (REPO / "autograder" / "hidden" / f"test_{assignment}.py").read_text()
+    source = Path(exercises.get(assignment).hidden().__file__).read_text()
     secret_lines = [line.strip() for line in source.splitlines()
                     if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
     for name, want in expected(assignment).items():
@@ -139,8 +151,8 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     """
     import jax
 
-    from autograder.hidden.test_donation_report import truth
-    from autograder.probes.donation_report import CASES, make_case
+    from autograder.exercises.donation_report.hidden.tests import truth
+    from autograder.exercises.donation_report.probe import CASES, make_case
 
     flags = {name: [leaf["aliased"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
     assert flags == {"nested": [True] * 3, "dataclass": [True] * 3, "width": [True, False],
@@ -173,7 +185,7 @@ def _alias(fn, *args):
 
     import jax
 
-    from autograder.hidden.test_donation_report import _alias_items
+    from autograder.exercises.donation_report.hidden.tests import _alias_items
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

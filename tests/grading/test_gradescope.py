@@ -21,13 +21,14 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from autograder import exercises
 from autograder.judge import hidden_tests
-from autograder.load import EXERCISES, instructor_cells
+from autograder.load import instructor_cells
 from tests.conftest import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, expected, released_notebook, samples_dir, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
-HOSTILE = SAMPLES.parent / "hostile"
+HOSTILE = Path(__file__).resolve().parent / "hostile"
 HOSTILE_EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 HOSTILE_LIMITS = ["--timeout", "10", "--memory-mib", "3072"]  # as hostile/expected.json assumes
 VENV = Path(sys.executable).parent.parent
@@ -120,14 +121,14 @@ def _pick(exercise):
     return [(n, want[n]) for n in ("reference", wrong, "syntax_error", "unattempted") if n in want]
 
 
-SAMPLE_CASES = [(ex, name, want) for ex in EXERCISES
+SAMPLE_CASES = [(ex, name, want) for ex in exercises.names()
                 if (samples_dir(ex) / "expected.json").exists() for name, want in _pick(ex)]
 HOSTILE_CASES = ["solution", "wrong", "infinite_loop", "memory_bomb", "segfault",
                  "os_exit_zero", "reads_hidden_tests", "forges_results", "invalid_json"]
 
 
 def test_make_gradescope_builds_one_zip_per_exercise(zips):
-    assert sorted(zips) == sorted(EXERCISES)
+    assert sorted(zips) == sorted(exercises.names())
     for path in zips.values():
         names = zipfile.ZipFile(path).namelist()
         assert {"setup.sh", "run_autograder"} <= set(names)  # at the root, as Gradescope requires
@@ -275,9 +276,10 @@ def test_zips_hold_no_solution_and_no_other_exercise(zips):
         for name, text in texts.items():
             assert "BEGIN SOLUTION" not in text, name
             assert not runs & _runs(_code_lines(text)), f"solution text in {path.name}:{name}"
-        own = {f"autograder/hidden/test_{exercise}.py", f"autograder/probes/{exercise}.py",
+        own = {f"autograder/exercises/{exercise}/__init__.py", f"autograder/exercises/{exercise}/probe.py",
+               f"autograder/exercises/{exercise}/hidden/tests.py",
                f"exercises/source/{exercise}/{exercise}.ipynb"}
-        for other in set(EXERCISES) - {exercise}:
+        for other in set(exercises.names()) - {exercise}:
             assert not [n for n in texts if other in n], (exercise, other)
         assert own <= set(texts)
         notebook = json.loads(zipfile.ZipFile(path).read(f"exercises/source/{exercise}/{exercise}.ipynb"))

@@ -21,7 +21,7 @@ from tests.conftest import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
-HOSTILE = SAMPLES.parent / "hostile"
+HOSTILE = Path(__file__).resolve().parent / "hostile"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 EXPECTED.pop("_comment")
 LIMITS = ["--timeout", "10", "--memory-mib", "3072", "--jobs", "2"]

@@ -18,10 +18,13 @@ SAYS_WHERE = re.compile(rf"\bruns in the ({'|'.join(PROCESSES)})'s\b", re.IGNORE
 
 
 def modules():
-    """``{dotted name: path}`` of every module under ``autograder/``."""
+    """``{dotted name: path}`` of every module under ``autograder/`` (the exercises'
+    ``hidden/samples/*.py`` are learners' answer cells, not modules)."""
     found = {}
     for path in sorted((REPO / PACKAGE).rglob("*.py")):
         parts = path.relative_to(REPO).with_suffix("").parts
+        if "samples" in parts:
+            continue
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 

@@ -9,7 +9,7 @@ import pytest
 from nbgrader.utils import compute_checksum, is_grade, is_locked, is_solution
 
 from autograder import judge, notebook
-from autograder.probes.update_with_donate import observe
+from autograder.exercises.update_with_donate.probe import observe
 from tests.conftest import REPO
 from tests.grading.helpers import SAMPLES, released_notebook
 
@@ -54,7 +54,7 @@ def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
     saved.write_text(json.dumps({"obs": obs, "seed": 7}))
     env = dict(os.environ, AUTOGRADER_OBSERVATIONS=str(saved), PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(REPO / "autograder" / "hidden" / "test_update_with_donate.py"),
+                           str(REPO / "autograder" / "exercises" / "update_with_donate" / "hidden" / "tests.py"),
                            "-rA"], env=env, capture_output=True, text=True, cwd=tmp_path)
     failed_by_pytest = {line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
                         if line.startswith("FAILED")}

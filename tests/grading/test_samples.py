@@ -1,18 +1,20 @@
 """Every sample submission gets its expected grade, from both graders.
 
-The samples (``samples/*.py``) are answer cells; each is put into the
+The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer cells; each is put into the
 released notebook and handed in as an nbgrader ``submitted/`` tree. The
 tree is graded once by ``python -m autograder`` and once by
 ``nbgrader autograde``; both must give each sample its expected total.
 """
 import csv
 import json
+from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import exercises
 from autograder.judge import hidden_tests
-from tests.conftest import REPO, copy_course, grader_cli, nbgrader
+from tests.conftest import copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, submitted_tree
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
@@ -80,7 +82,7 @@ def test_results_follow_gradescope_format(graded):
 
 def test_feedback_says_what_was_checked_and_hides_test_source(graded):
     out, _ = graded
-    hidden_source = (REPO / "autograder" / "hidden" / f"test_{ASSIGNMENT}.py").read_text()
+    hidden_source = Path(exercises.get(ASSIGNMENT).hidden().__file__).read_text()
     secret_lines = [line.strip() for line in hidden_source.splitlines()
                     if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
     for name in EXPECTED:
@@ -95,7 +97,7 @@ def test_feedback_says_what_was_checked_and_hides_test_source(graded):
 
 def test_feedback_names_each_compiled_helper_once():
     """A helper jitted inside the function is lowered once per call; say it once."""
-    from autograder.hidden import test_update_with_donate as hidden
+    from autograder.exercises.update_with_donate.hidden import tests as hidden
 
     module = {"module": "jit__lambda", "args": ["tensor<32xf32>"] * 2, "donated": [False, False]}
     assert hidden._describe([module] * 4) == "jit__lambda donates 0 of its 2 arguments"

@@ -15,9 +15,10 @@ import psutil
 import pytest
 
 from tests.browser.conftest import screenshot
+from tests.grading.helpers import SAMPLES
 
 WAIT_MS = 300_000  # give-up time for servers and kernels, not a timing assertion
-ANSWER = (Path(__file__).resolve().parents[1] / "grading" / "samples" / "reference.py").read_text()
+ANSWER = (SAMPLES / "reference.py").read_text()
 LESSON = "book/lessons/donate_argnums.html"
 EXERCISE = "update_with_donate"
 

@@ -35,14 +35,21 @@ def test_without_a_save_it_refuses_and_says_why(tmp_path, monkeypatch):
     assert said[-1].startswith("Not submitted:") and "older version" in said[-1]
 
 
-def test_every_exercise_notebook_submits_through_it():
-    from autograder.load import EXERCISES
-    from tests.conftest import REPO
+def test_every_released_notebook_ends_with_the_one_submit_cell(released_course):
+    """Written once (learner_submit.cells) and added by nbgrader generate_assignment:
+    each learner's notebook ends with it, read-only with nbgrader's checksum (so
+    validate and autograde treat it as any locked cell); no source notebook has its own."""
+    from autograder import notebook
+    from autograder.exercises import get, names
 
-    for exercise in EXERCISES:
-        notebook = json.loads((REPO / "exercises" / "source" / exercise / f"{exercise}.ipynb").read_text())
-        cell = next(c for c in notebook["cells"]
-                    if c["metadata"].get("nbgrader", {}).get("grade_id") == "submit")
-        source = "".join(cell["source"])
-        assert "from autograder.learner_submit import submit" in source
-        assert f'submit("{exercise}")' in source
+    for exercise in names():
+        source = notebook.cells(json.loads(get(exercise).source.read_text()))
+        assert not {"submit", "submit_intro"} & {notebook.nbgrader_meta(c).get("grade_id") for c in source}
+        released = json.loads((released_course / "release" / exercise / f"{exercise}.ipynb").read_text())
+        intro, cell = notebook.cells({"nbformat": 4, "cells": released["cells"][-2:]})
+        meta = notebook.nbgrader_meta(cell)
+        assert (notebook.nbgrader_meta(intro)["grade_id"], meta["grade_id"]) == ("submit_intro", "submit")
+        assert "from autograder.learner_submit import submit" in cell["source"]
+        assert f'submit("{exercise}")' in cell["source"]
+        assert meta["locked"] and not meta["grade"]
+        assert meta["checksum"] == notebook.checksum(cell)

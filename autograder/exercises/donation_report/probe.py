@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import error_text, quiet
+from autograder.exercises.common import error_text, quiet
 
 FUNCTION = "donation_report"
 # name -> what the case exercises (shown in feedback)

@@ -11,7 +11,7 @@ import tempfile
 
 import numpy as np
 
-from .common import EventCounter, describe, encode_array, error_text, quiet
+from autograder.exercises.common import EventCounter, describe, encode_array, error_text, quiet
 
 FUNCTION = "update_with_donate"
 VALUE_LENGTHS = (1, 32, 64, 3000)

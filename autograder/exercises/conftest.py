@@ -1,6 +1,6 @@
 """Run the hidden tests under pytest, on saved observations.
 
-    AUTOGRADER_OBSERVATIONS=obs.json pytest autograder/hidden/test_<exercise>.py
+    AUTOGRADER_OBSERVATIONS=obs.json pytest autograder/exercises/<exercise>/hidden/tests.py
 
 ``obs.json`` holds ``{"obs": <probe observations>, "seed": <int>}``, as the
 probes return them. The grader itself calls the same test functions directly

@@ -16,7 +16,7 @@ argument reads ``donated=True`` there while nothing is aliased or deleted.
 """
 import numpy as np
 
-from .common import describe, encode_array, error_text, quiet
+from autograder.exercises.common import describe, encode_array, error_text, quiet
 
 FUNCTIONS = ("train_step", "reset", "run", "apply_delta")
 LEARNING_RATE = 0.1

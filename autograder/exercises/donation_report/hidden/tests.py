@@ -1,7 +1,7 @@
 """Hidden tests for ``donation_report(fn, state, *args)`` (10 points).
 
 Each test reads the probe observations (``obs``, see
-:mod:`autograder.probes.donation_report`) and compiles the same cases here, in
+:mod:`autograder.exercises.donation_report.probe`) and compiles the same cases here, in
 the grader's process, to know the right answer: the leaves of the state in
 ``jax.tree`` order, the items of the compiled module's ``input_output_alias``
 (which parameter, so which state leaf, lands in which output index, so which
@@ -11,8 +11,8 @@ import functools
 import re
 
 from autograder.feedback import fail, graded
-from autograder.probes.common import quiet
-from autograder.probes.donation_report import CASES, make_case
+from autograder.exercises.common import quiet
+from autograder.exercises.donation_report.probe import CASES, make_case
 
 CALL = "donation_report(fn, state, *args)"
 LEAF_KEYS = ["aliased", "dtype", "nbytes", "output", "path", "shape"]

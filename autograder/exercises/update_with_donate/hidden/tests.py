@@ -1,7 +1,7 @@
 """Hidden tests for ``update_with_donate(state, delta)`` (10 points).
 
 Each test reads the probe observations (``obs``, see
-:mod:`autograder.probes.update_with_donate`) and recomputes what the answer
+:mod:`autograder.exercises.update_with_donate.probe`) and recomputes what the answer
 should have been from the same seed. Facts checked come from the task
 statement: the sum ``state + delta``, float32 in and out, one jitted helper
 built once with ``donate_argnums=(0,)``.
@@ -15,8 +15,8 @@ cannot show that ``delta`` was spared or that ``state`` was left unread.
 import numpy as np
 
 from autograder.feedback import fail, graded
-from autograder.probes.common import decode_array
-from autograder.probes.update_with_donate import (
+from autograder.exercises.common import decode_array
+from autograder.exercises.update_with_donate.probe import (
     COMPILE_LENGTHS, REBIND_LENGTH, REBIND_STEPS, VALUE_LENGTHS, make_inputs)
 
 CALL = "update_with_donate(state, delta)"

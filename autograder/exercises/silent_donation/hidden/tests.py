@@ -4,7 +4,7 @@ Each repaired step gets two checks: it really donates (the evidence is the
 inputs deleted after the call and, for the three jitted steps,
 ``alias_size_in_bytes`` of the compiled step equal to the donated bytes), and
 it still computes the same values, recomputed here from the same seed (see
-:mod:`autograder.probes.silent_donation`). A "donates" check never passes on
+:mod:`autograder.exercises.silent_donation.probe`). A "donates" check never passes on
 the ``donated`` flags of ``lowered.args_info`` alone: an unused argument reads
 ``donated=True`` there and is neither aliased nor deleted.
 """
@@ -13,8 +13,8 @@ import functools
 import numpy as np
 
 from autograder.feedback import fail, graded
-from autograder.probes.common import decode_array, quiet
-from autograder.probes.silent_donation import (
+from autograder.exercises.common import decode_array, quiet
+from autograder.exercises.silent_donation.probe import (
     LEARNING_RATE, RUN_STEPS, loss, make_inputs, run_step)
 
 TRAIN = "train_step(state, batch) on a linear model's state {'b', 'w'} and one batch"

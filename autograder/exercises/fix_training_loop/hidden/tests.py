@@ -1,7 +1,7 @@
 """Hidden tests for ``fix_training_loop`` (10 points).
 
 Each test reads the probe observations (``obs``, see
-:mod:`autograder.probes.fix_training_loop`) and compares them with a reference
+:mod:`autograder.exercises.fix_training_loop.probe`) and compares them with a reference
 run computed here, in the grader's process, from the same seed: the same
 model, loss, optimizer and batches, one step per batch. Facts checked come
 from the task statement: the train state (params and optimizer state) is
@@ -19,8 +19,8 @@ import functools
 import numpy as np
 
 from autograder.feedback import fail, graded
-from autograder.probes.common import decode_array, quiet
-from autograder.probes.fix_training_loop import (
+from autograder.exercises.common import decode_array, quiet
+from autograder.exercises.fix_training_loop.probe import (
     METRIC_KEYS, PARAM_NAMES, STEPS, loss_fn, make_inputs, make_optimizer)
 
 TRAIN = f"train(params, batches, loss_fn, optimizer) on a tiny MLP with Adam, {STEPS} batches"

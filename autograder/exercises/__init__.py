@@ -1,0 +1,88 @@
+"""The exercises the grader knows: one folder each, registered in :data:`NAMES`.
+
+``autograder/exercises/<name>/`` holds everything the grader has of one exercise:
+
+- ``__init__.py``, its metadata: ``TITLE`` (str), ``POINTS`` (int, the sum of
+  the hidden tests' points) and ``PRELOAD`` (names of modules the zygote
+  imports once before forking learner processes, for heavy imports the
+  exercise's learners use). Plain Python constants: Python imports this file
+  anyway on its way to the probe, so the metadata goes wherever the probe goes
+  (the learner's process, a Gradescope zip) with no parser and no file to
+  pack by hand.
+- ``probe.py``: ``observe(ns, seed)``, run in the learner's process after the
+  learner's code (see :mod:`autograder.exercises.common`).
+- ``hidden/``: never readable by learner code (root-only on disk, covered by an
+  empty mount in the learner's process; :func:`private_folders`).
+  ``hidden/tests.py`` holds the hidden tests, ``hidden/samples/`` sample
+  answer cells with their expected grades (``expected.json``).
+
+Two parts live where their tools want them: the nbgrader source notebook
+(:attr:`Exercise.source`) and the book page (:attr:`Exercise.page`).
+``tests/grading/test_exercise_folders.py`` fails, naming the part, when any
+part of a registered exercise is missing.
+"""
+import functools
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+FOLDER = Path(__file__).resolve().parent
+REPO = FOLDER.parent.parent
+# The registration: the order is the course's (the first is the default
+# exercise of a file that names none).
+NAMES = ("update_with_donate", "donation_report", "fix_training_loop", "silent_donation")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One registered exercise: its metadata and where its parts are."""
+
+    name: str
+    title: str
+    points: int
+    preload: tuple
+    folder: Path
+
+    def probe(self):
+        """The probe module (imported; it imports JAX only when observing)."""
+        return importlib.import_module(f"{__name__}.{self.name}.probe")
+
+    def hidden(self):
+        """The hidden tests' module (grader side only)."""
+        return importlib.import_module(f"{__name__}.{self.name}.hidden.tests")
+
+    @property
+    def samples(self):
+        """Folder of sample answer cells (``<sample>.py``) and ``expected.json``."""
+        return self.folder / "hidden" / "samples"
+
+    @property
+    def source(self):
+        """The nbgrader source notebook (instructor's version)."""
+        return REPO / "exercises" / "source" / self.name / f"{self.name}.ipynb"
+
+    @property
+    def page(self):
+        """The exercise's page in the book."""
+        return REPO / "book" / "exercises" / f"{self.name}.md"
+
+
+def names():
+    """The registered exercises' names, in the course's order."""
+    return NAMES
+
+
+@functools.lru_cache(maxsize=None)
+def get(name):
+    """The :class:`Exercise` called ``name``; ValueError when none is registered."""
+    if name not in NAMES:
+        raise ValueError(f"unknown exercise {name!r}; one of {', '.join(NAMES)}")
+    meta = importlib.import_module(f"{__name__}.{name}")
+    return Exercise(name=name, title=meta.TITLE, points=meta.POINTS,
+                    preload=tuple(meta.PRELOAD), folder=FOLDER / name)
+
+
+def private_folders():
+    """Every exercise folder's ``hidden/`` (registered or not: a forgotten
+    registration must not expose its hidden tests), as absolute paths."""
+    return sorted(FOLDER.glob("*/hidden"))

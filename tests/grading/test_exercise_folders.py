@@ -1,0 +1,145 @@
+"""Every registered exercise has every part, and every exercise folder is registered.
+
+Reads files only (no kernel, no JAX, no release), so it fails in a second,
+naming what is missing, when an exercise is added by half. The parts are
+those of :mod:`autograder.exercises` plus the two that live where their tools
+want them: the nbgrader source notebook and the book page (with its _toc.yml entry).
+"""
+import ast
+import json
+import shutil
+
+import pytest
+
+from autograder import exercises
+from tests.conftest import REPO
+
+EXAMPLE = exercises.names()[0]
+
+
+def _parts(root, name):
+    folder = root / "autograder" / "exercises" / name
+    return {"metadata": folder / "__init__.py",
+            "probe": folder / "probe.py",
+            "hidden tests": folder / "hidden" / "tests.py",
+            "hidden package": folder / "hidden" / "__init__.py",
+            "samples' expected grades": folder / "hidden" / "samples" / "expected.json",
+            "nbgrader source notebook": root / "exercises" / "source" / name / f"{name}.ipynb",
+            "book page": root / "book" / "exercises" / f"{name}.md"}
+
+
+def _module(path):
+    return ast.parse(path.read_text("utf-8"))
+
+
+def _constants(path):
+    """Module-level ``NAME = <literal>`` assignments of ``path``."""
+    return {t.id: ast.literal_eval(node.value) for node in _module(path).body
+            if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _graded_points(path):
+    """Points of each ``@graded(points, title)`` test in ``path``, in order."""
+    return [ast.literal_eval(d.args[0]) for node in _module(path).body
+            if isinstance(node, ast.FunctionDef) for d in node.decorator_list
+            if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "graded"]
+
+
+def missing(name, root=REPO):
+    """What of exercise ``name`` is missing from the tree at ``root``, in words ([] when whole)."""
+    parts = _parts(root, name)
+    gone = [f"{what} ({path.relative_to(root)})" for what, path in parts.items() if not path.is_file()]
+    meta, tests, samples = parts["metadata"], parts["hidden tests"], parts["samples' expected grades"]
+    points = _graded_points(tests) if tests.is_file() else []
+    if tests.is_file() and not points:
+        gone.append(f"graded hidden tests (@graded) in {tests.relative_to(root)}")
+    if meta.is_file():
+        found = _constants(meta)
+        gone += [f"{key} in {meta.relative_to(root)}" for key in ("TITLE", "POINTS", "PRELOAD")
+                 if key not in found]
+        if points and "POINTS" in found and sum(points) != found["POINTS"]:
+            gone.append(f"hidden tests worth POINTS = {found['POINTS']} (they add up to {sum(points)})")
+    if parts["probe"].is_file() and not any(
+            isinstance(n, ast.FunctionDef) and n.name == "observe" for n in _module(parts["probe"]).body):
+        gone.append(f"observe(ns, seed) in {parts['probe'].relative_to(root)}")
+    if samples.is_file():
+        listed = set(json.loads(samples.read_text())) - {"_comment", "unattempted"}
+        files = {p.stem for p in samples.parent.glob("*.py")}
+        gone += [f"sample {s}.py (listed in {samples.relative_to(root)})" for s in sorted(listed - files)]
+        gone += [f"expected grade of sample {s}.py in {samples.relative_to(root)}" for s in sorted(files - listed)]
+        if "reference" not in listed:
+            gone.append(f"a full-marks sample, reference.py, in {samples.parent.relative_to(root)}")
+    if parts["book page"].is_file() and f"book/exercises/{name}\n" not in (root / "_toc.yml").read_text():
+        gone.append(f"the page book/exercises/{name} in _toc.yml")
+    return gone
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_registered_exercise_is_whole(name):
+    assert missing(name) == [], f"{name} is missing: " + "; ".join(missing(name))
+
+
+def test_every_exercise_folder_is_registered():
+    folders = {p.name for p in exercises.FOLDER.iterdir() if p.is_dir() and not p.name.startswith("_")}
+    assert sorted(folders - set(exercises.names())) == [], "folders not registered in NAMES"
+    assert sorted(set(exercises.names()) - folders) == [], "registered without a folder"
+
+
+def test_registry_reads_the_metadata():
+    for name in exercises.names():
+        exercise = exercises.get(name)
+        assert isinstance(exercise.title, str) and exercise.title
+        assert exercise.points == sum(p for _, _, p in _hidden(name))
+        assert all(isinstance(m, str) for m in exercise.preload)
+    with pytest.raises(ValueError, match="unknown exercise 'nope'; one of update_with_donate"):
+        exercises.get("nope")
+
+
+def _hidden(name):
+    from autograder.judge import hidden_tests
+
+    return hidden_tests(name)
+
+
+def _copy(tmp_path, name):
+    """The parts of exercise ``name`` (and _toc.yml) in a tree at ``tmp_path``."""
+    for path in _parts(REPO, name).values():
+        source = path.parent if path.name in ("__init__.py", f"{name}.ipynb") else path
+        target = tmp_path / source.relative_to(REPO)
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, target)
+    shutil.copy(REPO / "_toc.yml", tmp_path / "_toc.yml")
+    return tmp_path
+
+
+REMOVALS = {  # a part taken away -> the words missing() must say
+    "metadata": ("autograder/exercises/{n}/__init__.py", "metadata (autograder/exercises/{n}/__init__.py)"),
+    "probe": ("autograder/exercises/{n}/probe.py", "probe (autograder/exercises/{n}/probe.py)"),
+    "hidden tests": ("autograder/exercises/{n}/hidden/tests.py", "hidden tests (autograder/exercises/{n}/hidden/tests.py)"),
+    "expected grades": ("autograder/exercises/{n}/hidden/samples/expected.json", "samples' expected grades"),
+    "a sample": ("autograder/exercises/{n}/hidden/samples/reference.py", "sample reference.py (listed in"),
+    "source notebook": ("exercises/source/{n}/{n}.ipynb", "nbgrader source notebook (exercises/source/{n}/{n}.ipynb)"),
+    "page": ("book/exercises/{n}.md", "book page (book/exercises/{n}.md)"),
+}
+
+
+@pytest.mark.parametrize("part", REMOVALS)
+def test_a_removed_part_is_named(tmp_path, part):
+    root = _copy(tmp_path, EXAMPLE)
+    assert missing(EXAMPLE, root) == []
+    path, words = (s.format(n=EXAMPLE) for s in REMOVALS[part])
+    (root / path).unlink()
+    assert any(words in m for m in missing(EXAMPLE, root)), missing(EXAMPLE, root)
+
+
+def test_an_edited_part_is_named(tmp_path):
+    root = _copy(tmp_path, EXAMPLE)
+    meta = root / "autograder" / "exercises" / EXAMPLE / "__init__.py"
+    meta.write_text(meta.read_text().replace("POINTS = 10", "POINTS = 11"))
+    toc = root / "_toc.yml"
+    toc.write_text(toc.read_text().replace(f"book/exercises/{EXAMPLE}\n", "\n"))
+    assert missing(EXAMPLE, root) == ["hidden tests worth POINTS = 11 (they add up to 10)",
+                                      f"the page book/exercises/{EXAMPLE} in _toc.yml"]
