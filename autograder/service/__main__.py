@@ -91,7 +91,7 @@ def main(argv=None):
 
     async def serve():
         server = tornado.httpserver.HTTPServer(
-            make_app(store, grading, settings), max_body_size=4 * args.max_bytes + 65536,
+            make_app(store, grading, settings, mirror), max_body_size=4 * args.max_bytes + 65536,
             idle_connection_timeout=args.header_timeout, body_timeout=args.body_timeout)
         server.listen(args.port, args.host)
         config.log.info("grading service on http://%s:%d/ (db %s, gradebook %s, %s)",

@@ -421,9 +421,10 @@ class NotFound(Base):
             raise Refused(404, "not_found", f"no such resource: {self.request.path}")
 
 
-def make_app(store, grading, settings):
+def make_app(store, grading, settings, mirror):
     """The tornado application; ``grading`` (the process's grading threads) is None
-    when grading runs elsewhere."""
+    when grading runs elsewhere; ``mirror`` is the nbgrader gradebook the grades are
+    mirrored into (read for the class CSV, also by an API-only process)."""
     p, extra, app_settings = settings.prefix, [], {}
     if settings.identity:
         from autograder.service import classroom
@@ -437,6 +438,6 @@ def make_app(store, grading, settings):
         (p + r"api/config", Config),
         *extra,
         (r".*", NotFound),
-    ], default_handler_class=NotFound, store=store, grading=grading, api=settings,
+    ], default_handler_class=NotFound, store=store, grading=grading, api=settings, mirror=mirror,
         pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name() + ":api",
         **app_settings)

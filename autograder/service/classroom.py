@@ -106,7 +106,8 @@ class Class(_Instructors):
 
 class ClassCsv(_Instructors):
     def get(self):
-        text = gradebook_csv(self.grading.mirror.url)
+        # the gradebook, not the grading threads: an API-only process (--jobs 0) has none
+        text = gradebook_csv(self.application.settings["mirror"].url)
         self.set_header("Content-Type", "text/csv; charset=utf-8")
         self.set_header("Content-Disposition", 'attachment; filename="grades.csv"')
         self.finish(text)
