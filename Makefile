@@ -39,11 +39,22 @@ $(VENV)/.installed: requirements.txt
 	@$(BIN)/python -m pip install --quiet --progress-bar off -r requirements.txt
 	@touch $@
 
-release: venv
+# Released again only when what a release is made of changed (an unchanged make serve
+# or make hub starts without four nbgrader runs): the source notebooks, nbgrader's
+# config, the submit cell it adds, the exercise list, the installed nbgrader.
+RELEASED := exercises/release/.released
+RELEASE_INPUTS := $(shell find exercises/source -type f -not -path "*/.ipynb_checkpoints/*") \
+  exercises/nbgrader_config.py autograder/learner_submit.py autograder/nbgrader_release.py \
+  autograder/exercises/__init__.py $(VENV)/.installed
+release:
+	@test -f exercises/gradebook.db || rm -f $(RELEASED)  # the gradebook must know them too
+	@$(MAKE) --no-print-directory --silent $(RELEASED)
+$(RELEASED): $(RELEASE_INPUTS)
 	@test -n "$(ASSIGNMENTS)" || { echo "==> no exercises: $(PYTHON) could not read autograder/exercises"; exit 1; }
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
 	@cd exercises && for a in $(ASSIGNMENTS); do \
 	  PATH="$(CURDIR)/$(BIN):$$PATH" $(call default,RELEASE) "$$a" || exit 1; done
+	@touch $@
 
 book: release $(NODE_DEPS)
 	@mkdir -p _build/logs
