@@ -54,11 +54,12 @@ def test_no_default_is_written_outside_defaults_py():
 
 
 def make_dry_run(*targets, **env):
-    """What ``make TARGETS`` would run (``make -n``), with the caller's environment
+    """What ``make TARGETS`` would run on a fresh clone (``make -n -B``: every recipe,
+    also the release that an up-to-date checkout skips), with the caller's environment
     minus the course's variables, plus ``env``."""
     clean = {k: v for k, v in os.environ.items()
              if k not in defaults.ENVIRONMENT and not k.startswith("GRADER_")}
-    proc = subprocess.run(["make", "-n", *targets], cwd=REPO, env=dict(clean, **env),
+    proc = subprocess.run(["make", "-n", "-B", *targets], cwd=REPO, env=dict(clean, **env),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
