@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
 
-from autograder import defaults, load, pipeline, sandbox
+from autograder import defaults, pipeline, sandbox
 from autograder.exercises import names as exercise_names
 
 

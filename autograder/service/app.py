@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults, load, pipeline
+from autograder import defaults, pipeline
 from autograder.exercises import names as exercise_names
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 

@@ -84,7 +84,7 @@ def open_store(args, stopping=None):
 def start_grading(args, store, mirror):
     """Prepare the sandbox and start ``args.jobs`` grading threads; the
     :class:`~autograder.service.grader.GradingThreads`."""
-    from autograder import exercises, pipeline
+    from autograder import exercises, pipeline, sandbox
     from autograder.service.grader import GradingThreads
     # One zygote for the process's lifetime, with every exercise's imports loaded.
     pipeline.prepare(exercises.names())

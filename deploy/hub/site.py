@@ -18,7 +18,6 @@ value (HubOAuth's XSRF check), so another site cannot make a signed-in
 browser fetch it.
 """
 import asyncio
-import json
 import os
 import secrets
 import signal

@@ -22,7 +22,7 @@ import pytest
 
 from autograder.defaults import release_argv
 from tests.conftest import BIN, REPO, grader_cli, quiet
-from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+from tests.grading.helpers import SAMPLES, with_answer
 
 AGREEMENT = Path(__file__).resolve().parent / "agreement"
 EXPECTED = json.loads((AGREEMENT / "expected.json").read_text())

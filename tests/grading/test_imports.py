@@ -6,7 +6,6 @@ it until run time). Nothing is imported or run.
 """
 import ast
 import re
-from pathlib import Path
 
 from tests.conftest import REPO
 
