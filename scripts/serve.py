@@ -50,6 +50,32 @@ def _stop(signum, _frame):
     raise KeyboardInterrupt  # SIGTERM and SIGHUP clean up exactly like Ctrl-C
 
 
+def _die_with_parent():
+    """In each server, before it runs: SIGTERM it when serve.py dies, however it dies
+    (Linux's PR_SET_PDEATHSIG; serve.py is single-threaded, so its thread is the
+    parent). A serve.py killed outright (SIGKILL, an OOM kill) leaves no server behind."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+def _stop_all(running):
+    """SIGTERM each server's process group, wait up to 10 s each, then SIGKILL.
+    Signals are ignored meanwhile: a second Ctrl-C must not cut the cleanup short."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    for _, proc in running:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for _, proc in running:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def grader_port():
     return setting("GRADER_PORT")
 
@@ -165,6 +191,7 @@ def main():
             with open(LOGS / f"{server.name}.log", "wb") as log:
                 running.append((server, subprocess.Popen(
                     server.argv, cwd=REPO, start_new_session=True, env=server.env,
+                    preexec_fn=_die_with_parent,
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)))
         if not wait_until_ready(running, parent):
             return 1
@@ -182,14 +209,7 @@ def main():
     except KeyboardInterrupt:
         print("\n==> stopping", flush=True)
     finally:
-        for _, proc in running:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for _, proc in running:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        _stop_all(running)
     return status
 
 

@@ -38,6 +38,7 @@ NODES = {
     "tests/ci/": {"ci"},  # .ci/run in a private mount namespace (root, unshare)
     "tests/book/test_book_build.py": {"book"},  # builds small books of its own
     "tests/book/test_serve.py::test_every_printed_url": {"service"},
+    "tests/book/test_serve.py::test_no_server_outlives": {"service"},
     "tests/grading/test_cli.py": {"grader"},
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},

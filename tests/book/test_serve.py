@@ -14,6 +14,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+
+import pytest
 from urllib.parse import parse_qs, urlsplit
 
 from autograder import defaults
@@ -76,9 +78,11 @@ def _status(url):
         return err.code
 
 
-def test_every_printed_url_answers_then_sigterm_stops_every_server(built_site):
+def _start_serve():
+    """scripts/serve.py as make's recipe starts it (PORT, HOST, JUPYTER_PORT and the
+    venv on PATH; nothing else added), on free ports, once it printed its URLs:
+    ``(process, its output lines so far, the ports)``."""
     ports = {"PORT": _free_port(), "GRADER_PORT": _free_port(), "JUPYTER_PORT": _free_port()}
-    # make's recipe: PORT, HOST, JUPYTER_PORT and the venv on PATH; nothing else added
     env = {k: v for k, v in os.environ.items()
            if k not in ("JUPYTER_TOKEN", "PYTHONPATH", "HOST") and not k.startswith("GRADER_")}
     env.update({k: str(v) for k, v in ports.items()}, HOST="127.0.0.1",
@@ -88,13 +92,26 @@ def test_every_printed_url_answers_then_sigterm_stops_every_server(built_site):
     lines = []
     threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in proc.stdout),
                      daemon=True).start()
+    deadline = time.monotonic() + WAIT_S
+    while not any("course site:" in line for line in lines):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("serve.py stopped or never printed its URLs:\n" + "\n".join(lines))
+        time.sleep(0.2)
+    time.sleep(1)
+    return proc, lines, ports
+
+
+def _all_stopped(ports, within_s=60):
+    deadline = time.monotonic() + within_s
+    while any(_listening(p) for p in ports.values()) and time.monotonic() < deadline:
+        time.sleep(0.3)
+    return [p for p in ports.values() if _listening(p)] == []
+
+
+def test_every_printed_url_answers_then_sigterm_stops_every_server(built_site):
+    proc, lines, ports = _start_serve()
     try:
-        deadline = time.monotonic() + WAIT_S
-        while not any("course site:" in line for line in lines):
-            assert proc.poll() is None and time.monotonic() < deadline, \
-                "serve.py stopped or never printed its URLs:\n" + "\n".join(lines)
-            time.sleep(0.2)
-        time.sleep(1)
         printed = "\n".join(lines)
         urls = dict(re.findall(r"==> (course site|grading service|learner JupyterLab): (\S+)", printed))
         assert set(urls) == {"course site", "grading service", "learner JupyterLab"}, printed
@@ -115,3 +132,18 @@ def test_every_printed_url_answers_then_sigterm_stops_every_server(built_site):
         proc.wait(timeout=60)
     time.sleep(1)
     assert [p for p in ports.values() if _listening(p)] == []
+
+
+def test_no_server_outlives_a_killed_or_twice_interrupted_serve(built_site):
+    """Ctrl-C pressed twice still stops every server; so does serve.py killed outright
+    (SIGKILL: no cleanup of its own runs), which would otherwise leave them orphaned."""
+    proc, _, ports = _start_serve()
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    assert _all_stopped(ports), "a second Ctrl-C left servers running"
+    proc, _, ports = _start_serve()
+    proc.kill()
+    proc.wait()
+    assert _all_stopped(ports), "servers outlived a killed serve.py"
