@@ -100,7 +100,8 @@ def make_serve(built_site):
             while any(_listening(p) for p in DEFAULT_PORTS) and time.monotonic() < deadline:
                 time.sleep(0.3)
             left = [p for p in DEFAULT_PORTS if _listening(p)]
-            assert not left, f"ports still served after Ctrl-C: {left}"
+            assert not left, (f"ports still served after Ctrl-C: {left}; make serve's exit status "
+                              f"{proc.returncode}, its last lines:\n" + "\n".join(terminal.lines[-15:]))
 
 
 def _run_a_lesson_cell(page):
