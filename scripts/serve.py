@@ -47,7 +47,11 @@ class Server(NamedTuple):
 
 
 def _stop(signum, _frame):
-    raise KeyboardInterrupt  # SIGTERM and SIGHUP clean up exactly like Ctrl-C
+    """Ctrl-C, SIGTERM and SIGHUP: clean up, once. Further signals are ignored from
+    here on, so a second Ctrl-C cannot cut the cleanup short."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 def _die_with_parent():
@@ -62,7 +66,7 @@ def _die_with_parent():
 
 def _stop_all(running):
     """SIGTERM each server's process group, wait up to 10 s each, then SIGKILL.
-    Signals are ignored meanwhile: a second Ctrl-C must not cut the cleanup short."""
+    Signals are ignored meanwhile (also when no signal started the cleanup)."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     for _, proc in running:
@@ -179,8 +183,8 @@ def wait_until_ready(running, parent: int) -> bool:
 
 
 def main():
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGHUP, _stop)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
     parent = os.getppid()
     token, learner = jupyter_local.token(), learner_id()
     LOGS.mkdir(parents=True, exist_ok=True)
