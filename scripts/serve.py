@@ -46,11 +46,18 @@ class Server(NamedTuple):
     env: dict
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _ignore_stop_signals():
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def _stop(signum, _frame):
     """Ctrl-C, SIGTERM and SIGHUP: clean up, once. Further signals are ignored from
     here on, so a second Ctrl-C cannot cut the cleanup short."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
+    _ignore_stop_signals()
     raise KeyboardInterrupt
 
 
@@ -67,8 +74,7 @@ def _die_with_parent():
 def _stop_all(running):
     """SIGTERM each server's process group, wait up to 10 s each, then SIGKILL.
     Signals are ignored meanwhile (also when no signal started the cleanup)."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_IGN)
+    _ignore_stop_signals()
     for _, proc in running:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -183,7 +189,7 @@ def wait_until_ready(running, parent: int) -> bool:
 
 
 def main():
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, _stop)
     parent = os.getppid()
     token, learner = jupyter_local.token(), learner_id()
