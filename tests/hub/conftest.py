@@ -9,6 +9,8 @@ a freshly released copy of the course live in a temporary folder.
 """
 from __future__ import annotations
 
+import csv
+import io
 import os
 import pwd
 import random
@@ -226,3 +228,20 @@ def sign_in(hub, accounts):
     """``sign_in("ada")`` -> :class:`Signed` (a new session each call)."""
     made, _ = accounts
     return lambda role: Signed(hub, made[role])
+
+
+def class_csv_when(instructor, exercise, scores, wait_s):
+    """The class CSV's rows (nbgrader export's columns), fetched by ``instructor``
+    (a :class:`Signed`) until the gradebook mirror, a background thread, holds
+    ``scores`` (``{learner: score}``) for ``exercise``, or ``wait_s`` seconds passed.
+    Earlier tests may have graded the same learners: some row for each is not enough."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        reply = instructor.grader("GET", "api/class.csv")
+        assert reply.ok and reply.headers["Content-Type"].startswith("text/csv")
+        rows = list(csv.DictReader(io.StringIO(reply.text)))
+        held = {r["student_id"]: float(r["score"]) for r in rows
+                if r["assignment"] == exercise and r["timestamp"] and r["student_id"] in scores}
+        if held == scores or time.monotonic() > deadline:
+            return rows
+        time.sleep(1)

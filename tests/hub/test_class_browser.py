@@ -6,11 +6,9 @@ homes; after a restart of ``make hub`` both grades are still there."""
 from __future__ import annotations
 
 import csv
-import io
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -18,6 +16,7 @@ import pytest
 
 from tests.browser.conftest import screenshot
 from tests.grading.helpers import SAMPLES
+from tests.hub.conftest import class_csv_when
 
 WAIT_MS = 300_000  # give-up time for servers and kernels, not a timing assertion
 ANSWER = (SAMPLES / "reference.py").read_text()
@@ -164,14 +163,7 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     # grading service's sign-in on the way): both learners, full marks. The gradebook
     # is mirrored by a background thread (after the restart too), and other tests may
     # have graded these learners before: first wait for the mirror to hold these.
-    deadline = time.monotonic() + WAIT_MS / 1000
-    while time.monotonic() < deadline:
-        text = sign_in("ins").grader("GET", "api/class.csv").text
-        latest = {r["student_id"]: float(r["score"] or 0) for r in csv.DictReader(io.StringIO(text))
-                  if r["assignment"] == EXERCISE}
-        if latest.get(ada) == latest.get(bob) == 10.0:
-            break
-        time.sleep(1)
+    class_csv_when(sign_in("ins"), EXERCISE, {ada: 10.0, bob: 10.0}, WAIT_MS / 1000)
     page = browser_sign_in(browser, hub, made["ins"])
     with page.expect_download(timeout=WAIT_MS) as download:
         page.evaluate("url => { window.location.href = url; }", hub.url("/services/grader/api/class.csv"))

@@ -3,14 +3,12 @@ takes the learner from JupyterHub, shows a learner only their own work, and
 shows instructors the class (issue 14)."""
 from __future__ import annotations
 
-import csv
-import io
-import time
 from pathlib import Path
 
 import requests
 
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+from tests.hub.conftest import class_csv_when
 
 WAIT_S = 600
 
@@ -102,21 +100,10 @@ def test_the_instructor_sees_the_class_and_downloads_its_csv(hub, sign_in):
 
     # the CSV: nbgrader export's columns, both learners' latest scores (the gradebook
     # is mirrored by a background thread: wait for it)
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        reply = ins.grader("GET", "api/class.csv")
-        assert reply.ok and reply.headers["Content-Type"].startswith("text/csv")
-        rows = list(csv.DictReader(io.StringIO(reply.text)))
-        ours = {r["student_id"]: r for r in rows if r["assignment"] == "update_with_donate"
-                and r["timestamp"]}
-        # earlier tests in this package graded ada and bob too: wait for the mirror
-        # to hold these two submissions, not merely some row for each learner
-        scores = {name: float(ours[name]["score"]) for name in (ada.name, bob.name) if name in ours}
-        if scores == {ada.name: 10.0, bob.name: float(learners[bob.name]["latest"])}:
-            break
-        if time.monotonic() > deadline:
-            break
-        time.sleep(1)
+    rows = class_csv_when(ins, "update_with_donate",
+                          {ada.name: 10.0, bob.name: float(learners[bob.name]["latest"])}, WAIT_S)
+    ours = {r["student_id"]: r for r in rows if r["assignment"] == "update_with_donate"
+            and r["timestamp"]}
     assert list(rows[0]) == ["assignment", "duedate", "timestamp", "student_id", "last_name",
                              "first_name", "email", "raw_score", "late_submission_penalty",
                              "score", "max_score"]
