@@ -335,15 +335,23 @@ class Store:
                 graded=s.graded + 1, lease_until=None)).rowcount == 1
 
     def release_dead(self, host, alive):
-        """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone.
+        """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone,
+        and free the named locks (:meth:`take_lock`) those processes held.
 
         A service restarted after a crash gets its interrupted gradings back at
-        once instead of after the lease; other hosts' leases are left to expire.
+        once instead of after the lease, and mirrors the gradebook at once instead
+        of after the crashed process's 120 s gradebook lock; other hosts' leases
+        and locks are left to expire. Returns the number of requeued rows.
         """
-        s = submissions.c
+        s, c = submissions.c, locks.c
         with self.engine.begin() as conn:
             owners = conn.execute(select(s.lease_owner).distinct().where(
                 s.status == "running", s.lease_owner.like(f"{host}:%"))).scalars().all()
+            holders = conn.execute(select(c.owner).distinct().where(
+                c.owner.like(f"{host}:%"))).scalars().all()
+            gone = [o for o in holders if not alive(int(o.split(":")[1]))]
+            if gone:
+                conn.execute(update(locks).where(c.owner.in_(gone)).values(until=0))
             dead = [o for o in owners if not alive(int(o.split(":")[1]))]
             if not dead:
                 return 0

@@ -87,3 +87,17 @@ def test_caps_refuse_and_store_nothing(store):
     with pytest.raises(Refusal) as refused:
         add(store, "a1", caps=caps)
     assert refused.value.kind == "rate" and refused.value.count == 3
+
+
+def test_a_crashed_process_on_this_host_frees_its_leases_and_locks(store):
+    """A restart after a crash mirrors the gradebook at once: the dead process's
+    gradebook lock does not hold it back for the lock's 120 s (nor its leases for theirs)."""
+    sub = add(store, "ada")
+    assert store.claim("here:11:0", lease=600)["id"] == sub
+    assert store.take_lock("gradebook", "here:11", 120.0)
+    assert store.take_lock("other", "there:12", 120.0)  # another host's: left to expire
+    assert not store.take_lock("gradebook", "here:13", 120.0)
+    assert store.release_dead("here", alive=lambda pid: pid != 11) == 1
+    assert store.take_lock("gradebook", "here:13", 120.0)
+    assert not store.take_lock("other", "here:13", 120.0)
+    assert store.claim("here:13:0", lease=30)["id"] == sub
