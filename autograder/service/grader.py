@@ -140,15 +140,15 @@ class GradingThreads:
 
     def _heartbeat_loop(self):
         slots = len(self.slots)
-        first = True
         while not self.stopping.is_set():
             self._retry(self.store.heartbeat, self.name, "worker", slots, self.problem())
-            if first:  # gradings a crashed process on this host left behind
-                requeued = self._retry(self.store.release_dead, socket.gethostname(), _alive)
-                if requeued:
-                    log.warning("requeued %d grading(s) interrupted by a crash", requeued)
-                    self.notify()
-                first = False
+            # Every round, not only at start: a process on this host that crashed
+            # (another worker, or this service before a restart) gets its gradings
+            # requeued and its gradebook lock freed within a round, not after the lease.
+            requeued = self._retry(self.store.release_dead, socket.gethostname(), _alive)
+            if requeued:
+                log.warning("requeued %d grading(s) interrupted by a crash", requeued)
+                self.notify()
             self.stopping.wait(5.0)
 
     def _grade_loop(self, slot):

@@ -326,8 +326,8 @@ def slow_notebook(sample, seconds):
 class Worker:
     """One ``python -m autograder.service.worker`` process on a service's database."""
 
-    def __init__(self, service, jobs=1):
-        self.service, self.jobs = service, jobs
+    def __init__(self, service, jobs=1, lease=None):
+        self.service, self.jobs, self.lease = service, jobs, lease
         self.slot_base = random.randrange(20000, 40000, 16)
         self.log = service.root / f"worker-{self.slot_base}.log"
         self.proc = None
@@ -341,6 +341,7 @@ class Worker:
         argv = [sys.executable, "-m", "autograder.service.worker", "--db", str(self.service.db),
                 "--course", str(self.service.course), "--jobs", str(self.jobs),
                 "--slot-base", str(self.slot_base)]
+        argv += ["--lease", str(self.lease)] if self.lease else []
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, cwd=REPO, env=nbgrader_env(), stdout=log,
                                          stderr=subprocess.STDOUT)
@@ -359,11 +360,11 @@ class Worker:
 
 @pytest.fixture
 def worker():
-    """Factory: ``worker(service, jobs)`` -> an unstarted :class:`Worker` (stopped after)."""
+    """Factory: ``worker(service, jobs, lease)`` -> an unstarted :class:`Worker` (stopped after)."""
     made = []
 
-    def make(service, jobs=1):
-        made.append(Worker(service, jobs))
+    def make(service, jobs=1, lease=None):
+        made.append(Worker(service, jobs, lease))
         return made[-1]
 
     yield make

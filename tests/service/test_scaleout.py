@@ -23,9 +23,11 @@ def _check_graded_once(service, ids, plan):
 
 def test_two_workers_one_killed_mid_grading(new_service, pg_url, worker):
     service = new_service(db=pg_url(), jobs=0).start()  # the API alone
-    workers = [worker(service).start(), worker(service).start()]
+    # Leases longer than the test may wait: the killed worker's grading can only come
+    # back through the survivor seeing that its pid is gone.
+    workers = [worker(service, lease=3600).start(), worker(service, lease=3600).start()]
     plan = [(f"class-{i}", sample) for i, sample in enumerate(SAMPLES)]
-    ids = [service.submit(learner, slow_notebook(sample, 3)) for learner, sample in plan]
+    ids = [service.submit(learner, slow_notebook(sample, 1)) for learner, sample in plan]
 
     deadline = time.monotonic() + WAIT
     while True:  # the first submission a worker is in the middle of grading
@@ -40,6 +42,9 @@ def test_two_workers_one_killed_mid_grading(new_service, pg_url, worker):
     killed.stop(signal.SIGKILL)
     assert killed.proc.returncode == -signal.SIGKILL
 
+    # Both workers run on this host, so the survivor's next heartbeat sees the dead pid
+    # and requeues its grading (Store.release_dead); a worker on another machine waits
+    # for the lease to run out instead (test_store.py: expired leases).
     rows = _check_graded_once(service, ids, plan)
     assert rows[victim["id"]]["attempts"] == 2  # started by the killed one, redone once
     assert rows[victim["id"]]["lease_owner"].startswith(survivor.name + ":")
