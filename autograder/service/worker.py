@@ -5,7 +5,7 @@ as the API's), grades them in the sandbox and stores the results, renewing
 its lease meanwhile (see :mod:`autograder.service.grader`). Start any number,
 on any machine that reaches the database and has the course checkout with its
 ``.venv``; SIGTERM or Ctrl-C stops one (its unfinished grading is taken over
-once its lease runs out).
+once its lease runs out, or within seconds by a process on the same machine).
 """
 import os
 import signal
