@@ -21,9 +21,12 @@ def pytest_addoption(parser):
                      help="run only the fast tier: tests in none of pytest.ini's slow tiers")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)."""
+    """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)
+    and the group of tests that must share one ``make test`` worker (:func:`tiers.group`)."""
     tiers.mark(config, items, pytest)
+    tiers.group(items, pytest)
 
 
 def nbgrader_env():
@@ -114,14 +117,15 @@ CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-b
 
 class SharedChromium:
     """Debian's Chromium driven by Playwright: launched by the first test that asks for
-    it and closed after the last one (:func:`pytest_runtest_teardown`), so tests/browser,
-    tests/hub and tests/service share one browser. Not kept open longer: while Playwright's
-    sync API is started it marks the thread's asyncio loop as running, and ``asyncio.run``
-    in an in-process test would refuse to start."""
+    it and kept for the tests that follow and use it too (tests/browser, tests/hub and
+    tests/service share one browser); closed before the next test that does not use it
+    (:func:`pytest_runtest_setup`), which keeps the rule true in any order and on any
+    ``make test`` worker. Not kept open longer: while Playwright's sync API is started it
+    marks the thread's asyncio loop as running, and ``asyncio.run`` in an in-process
+    test would refuse to start."""
 
     def __init__(self):
         self.playwright = self.browser = None
-        self.last_user = None  # the nodeid of the last collected test that uses it
 
     def get(self):
         if self.browser is None:
@@ -163,16 +167,7 @@ def browser(chromium):
     return chromium.get()
 
 
-def pytest_collection_finish(session):
-    users = [item.nodeid for item in session.items if "chromium" in getattr(item, "fixturenames", ())]
-    _CHROMIUM.last_user = users[-1] if users else None
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item, nextitem):
-    """After the last test that uses Chromium has torn down its pages, close it."""
-    try:
-        return (yield)
-    finally:
-        if item.nodeid == _CHROMIUM.last_user:
-            _CHROMIUM.close()
+def pytest_runtest_setup(item):
+    """Close the shared Chromium before a test that does not use it (see SharedChromium)."""
+    if "chromium" not in getattr(item, "fixturenames", ()):
+        _CHROMIUM.close()

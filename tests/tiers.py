@@ -1,4 +1,5 @@
-"""Which slow tier each test belongs to, decided by what it starts.
+"""Which slow tier each test belongs to, decided by what it starts; and which tests
+share a ``make test`` worker.
 
 The markers are declared in pytest.ini; ``--fast`` (``make test-fast``) runs only
 the tests that have none of them. A test
@@ -91,3 +92,27 @@ def mark(config, items, pytest) -> None:
     if config.getoption("fast"):
         config.hook.pytest_deselected(items=deselected)
         items[:] = fast
+
+
+# The tiers whose tests build or read the course site in _build/: a build there rewrites
+# pages another test may be reading, so they all run on one make test worker.
+SITE_TIERS = {"book", "hub"}  # make hub runs make book first
+
+
+def group_of(item) -> str:
+    """The pytest-xdist group (``--dist loadgroup``) of a collected test: tests that touch
+    the course site's build share one; tests that use a package-scoped fixture share their
+    package's; every other test goes with its module (its module fixtures are made once)."""
+    if tiers_of(item) & SITE_TIERS:
+        return "course-site"
+    scopes = {d.scope for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs}
+    if "package" in scopes:
+        return str(item.path.parent.relative_to(item.config.rootpath))
+    return str(item.path.relative_to(item.config.rootpath))
+
+
+def group(items, pytest) -> None:
+    """Give each item its :func:`group_of` as an ``xdist_group`` mark; without xdist the
+    mark is inert."""
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(group_of(item)))
