@@ -41,7 +41,7 @@ def test_a_storage_fault_never_stops_grading(new_service):
     service = new_service(jobs=1).start()
     ids = []
     for round_ in range(2):  # twice, as in the issue, each with a grading in flight
-        ids.append(service.submit(f"disk-{round_}", slow_notebook("reference", 6)))
+        ids.append(service.submit(f"disk-{round_}", slow_notebook("reference", 3)))
         _wait(lambda: service.rows()[ids[-1]]["status"] != "queued", "never ran", service.log)
         start = time.monotonic()
         with immutable(service.root):
@@ -52,7 +52,7 @@ def test_a_storage_fault_never_stops_grading(new_service):
                 "exercise": ASSIGNMENT, "learner": "during", "notebook": small_notebook(
                     "reference")})
             assert (status, answer["code"]) == (503, "store_unavailable"), answer
-            time.sleep(max(0.0, 10 - (time.monotonic() - start)))  # the grading ends meanwhile
+            time.sleep(max(0.0, 7 - (time.monotonic() - start)))  # the grading ends meanwhile
     ids.append(service.submit("after", small_notebook("reference")))
     answers = service.wait_done(ids)
     assert all(a["result"]["score"] == 10 for a in answers.values())
@@ -120,7 +120,7 @@ def _post_from(service, address, payload):
 def test_queueing_is_fair(new_service):
     service = new_service(jobs=1, rate="10/60").start()
     service.wait_done([service.submit("warm-up", small_notebook("reference"))])  # a pace
-    blocker = service.submit("blocker", slow_notebook("reference", 15))  # holds the slot
+    blocker = service.submit("blocker", slow_notebook("reference", 8))  # holds the slot
     _wait(lambda: service.rows()[blocker]["status"] != "queued", "never ran", service.log)
 
     # One client varying the learner field: capped at 20 waiting, with an honest wait.
@@ -173,7 +173,7 @@ def test_per_learner_cap(new_service):
 
 # -- 4. one learner's hanging code delays everyone --------------------------------
 def test_hanging_code_holds_one_slot_for_the_time_limit(new_service):
-    service = new_service(jobs=2).start()  # the default time limit
+    service = new_service(jobs=2, timeout=8).start()
     hog = [service.submit("hog", LOOP, exercise) for exercise in (ASSIGNMENT,
                                                                    "donation_report")]
     _wait(lambda: service.rows()[hog[0]]["status"] == "running", "never ran", service.log)
@@ -184,7 +184,7 @@ def test_hanging_code_holds_one_slot_for_the_time_limit(new_service):
     assert rows[honest]["finished_at"] < rows[hog[0]]["finished_at"]  # did not wait for hog
     assert rows[hog[1]]["started_at"] >= rows[hog[0]]["finished_at"]  # hog: one slot at a time
     for sub_id in hog:
-        assert "timed out after 20 s" in json.dumps(answers[sub_id]["result"])
+        assert "timed out after 8 s" in json.dumps(answers[sub_id]["result"])
 
 
 # -- 5. uploads that never finish -------------------------------------------------
@@ -211,8 +211,8 @@ def _closed_by_server(sock, limit):
 
 
 def test_stalled_uploads_are_timed_out_and_memory_returns(new_service):
-    service = new_service(**{"max-bytes": 5 * 2**20, "body-timeout": 10,
-                             "header-timeout": 5}).start()
+    service = new_service(**{"max-bytes": 5 * 2**20, "body-timeout": 6,
+                             "header-timeout": 3}).start()
     pid = service.proc.pid
     base = _rss_mib(pid)
     head = (f"POST /api/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -232,9 +232,9 @@ def test_stalled_uploads_are_timed_out_and_memory_returns(new_service):
     assert held - base > 100, (base, held)  # the uploads did reach the service
 
     for sock in slow_headers + idle:
-        assert _closed_by_server(sock, 5 + 10), "headers/idle not timed out"
+        assert _closed_by_server(sock, 3 + 10), "headers/idle not timed out"
     for sock in uploads:
-        assert _closed_by_server(sock, 10 + 10), "body not timed out"
+        assert _closed_by_server(sock, 6 + 10), "body not timed out"
     for sock in uploads + slow_headers + idle:
         sock.close()
     time.sleep(2)
