@@ -84,10 +84,10 @@ hub: book
 	  $(CURDIR)/$(BIN)/python -m jupyterhub -f $(CURDIR)/deploy/hub/jupyterhub_config.py
 
 # One pytest-xdist worker per core; tests that share a build or a module's fixtures
-# stay on one worker (tests/tiers.py: group_of).
+# stay on one worker (tests/tiers.py: group_of; tests/conftest.py: the scheduler).
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
-	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests -n auto --dist loadgroup
+	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests -n auto
 
 # The fast tier: the tests in none of pytest.ini's slow tiers (tests/tiers.py marks them),
 # in a new random order each time (pytest-random-order; it prints the seed, and

@@ -21,12 +21,23 @@ def pytest_addoption(parser):
                      help="run only the fast tier: tests in none of pytest.ini's slow tiers")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)
-    and the group of tests that must share one ``make test`` worker (:func:`tiers.group`)."""
+    """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)."""
     tiers.mark(config, items, pytest)
-    tiers.group(items, pytest)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``make test``'s workers (``-n auto``) take whole groups (:func:`tiers.group_of`).
+    A scheduler of our own rather than ``--dist loadgroup``: with pytest 9.2 that mode
+    no longer sees ``xdist_group`` marks (pytest-dev/pytest-xdist#1386) and spreads a
+    module's tests over workers, each making the module's fixtures again."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return tiers.group_of(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def nbgrader_env():

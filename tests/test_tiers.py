@@ -26,3 +26,4 @@ def test_each_tiered_node_exists(prefix):
 def test_each_tier_is_declared(pytestconfig):
     used = set().union(*tiers.FIXTURES.values(), *tiers.NODES.values())
     assert used == tiers.declared(pytestconfig)
+

@@ -85,6 +85,9 @@ def mark(config, items, pytest) -> None:
         unknown = tiers - slow
         if unknown:
             raise pytest.UsageError(f"tests/tiers.py names tiers pytest.ini does not declare: {unknown}")
+        if tiers & SITE_TIERS and group_of(item.nodeid) != "course-site":
+            raise pytest.UsageError(f"{item.nodeid} builds or reads the course site: add its "
+                                    "path to SITE_NODES in tests/tiers.py")
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
         tiers |= {m.name for m in item.iter_markers()} & slow  # a param's own mark
@@ -94,25 +97,19 @@ def mark(config, items, pytest) -> None:
         items[:] = fast
 
 
-# The tiers whose tests build or read the course site in _build/: a build there rewrites
-# pages another test may be reading, so they all run on one make test worker.
-SITE_TIERS = {"book", "hub"}  # make hub runs make book first
+
+# Where the tests live that build or read the course site in _build/ (the book and hub
+# tiers; make hub runs make book first): a build there rewrites pages another test may
+# be reading, so under make test they all run on one pytest-xdist worker. Collection
+# stops (mark) when a test of those tiers lives anywhere else.
+SITE_NODES = ("tests/book/", "tests/browser/", "tests/hub/", "tests/service/test_browser.py")
+SITE_TIERS = {"book", "hub"}
 
 
-def group_of(item) -> str:
-    """The pytest-xdist group (``--dist loadgroup``) of a collected test: tests that touch
-    the course site's build share one; tests that use a package-scoped fixture share their
-    package's; every other test goes with its module (its module fixtures are made once)."""
-    if tiers_of(item) & SITE_TIERS:
-        return "course-site"
-    scopes = {d.scope for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs}
-    if "package" in scopes:
-        return str(item.path.parent.relative_to(item.config.rootpath))
-    return str(item.path.relative_to(item.config.rootpath))
-
-
-def group(items, pytest) -> None:
-    """Give each item its :func:`group_of` as an ``xdist_group`` mark; without xdist the
-    mark is inert."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(group_of(item)))
+def group_of(nodeid: str) -> str:
+    """The ``make test`` worker group of the test ``nodeid``: ``course-site`` for the
+    tests under :data:`SITE_NODES`, else its module (a module's fixtures are made once).
+    From the node id alone: pytest-xdist's controller schedules by node id and never
+    collects (conftest.py: pytest_xdist_make_scheduler)."""
+    path = nodeid.split("::", 1)[0]
+    return "course-site" if path.startswith(SITE_NODES) else path
