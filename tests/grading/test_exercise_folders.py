@@ -3,7 +3,8 @@
 Reads files only (no kernel, no JAX, no release), so it fails in a second,
 naming what is missing, when an exercise is added by half. The parts are
 those of :mod:`autograder.exercises` plus the two that live where their tools
-want them: the nbgrader source notebook and the book page (with its _toc.yml entry).
+want them: the nbgrader source notebook and the book page (with its _toc.yml entry
+and its row in the exercises' index table).
 """
 import ast
 import json
@@ -71,6 +72,9 @@ def missing(name, root=REPO):
             gone.append(f"a full-marks sample, reference.py, in {samples.parent.relative_to(root)}")
     if parts["book page"].is_file() and f"book/exercises/{name}\n" not in (root / "_toc.yml").read_text():
         gone.append(f"the page book/exercises/{name} in _toc.yml")
+    index = root / "book" / "exercises" / "index.md"
+    if index.is_file() and f"| {{doc}}`{name}` |" not in index.read_text():
+        gone.append(f"a row for {name} in book/exercises/index.md's table")
     return gone
 
 
@@ -112,6 +116,7 @@ def _copy(tmp_path, name):
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, target)
     shutil.copy(REPO / "_toc.yml", tmp_path / "_toc.yml")
+    shutil.copy(REPO / "book" / "exercises" / "index.md", tmp_path / "book" / "exercises" / "index.md")
     return tmp_path
 
 
@@ -141,5 +146,8 @@ def test_an_edited_part_is_named(tmp_path):
     meta.write_text(meta.read_text().replace("POINTS = 10", "POINTS = 11"))
     toc = root / "_toc.yml"
     toc.write_text(toc.read_text().replace(f"book/exercises/{EXAMPLE}\n", "\n"))
+    index = root / "book" / "exercises" / "index.md"
+    index.write_text(index.read_text().replace(f"| {{doc}}`{EXAMPLE}` |", "| |"))
     assert missing(EXAMPLE, root) == ["hidden tests worth POINTS = 11 (they add up to 10)",
-                                      f"the page book/exercises/{EXAMPLE} in _toc.yml"]
+                                      f"the page book/exercises/{EXAMPLE} in _toc.yml",
+                                      f"a row for {EXAMPLE} in book/exercises/index.md's table"]
