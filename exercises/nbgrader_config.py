@@ -20,6 +20,12 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(HERE.parent))
 from autograder.nbgrader_bridge import IGNORED_STDERR  # noqa: E402
 from autograder.nbgrader_release import release_preprocessors  # noqa: E402
+from autograder.sandbox.confine import XLA_FLAGS  # noqa: E402
+
+# The kernels compile as the course grader's learner processes do: cheaper XLA
+# compiles that leave donation and aliasing as they are (see XLA_FLAGS there), so
+# autograde is faster and both graders run the same compiled code.
+os.environ.setdefault("XLA_FLAGS", XLA_FLAGS)
 
 # A graded cell's score is the hidden test's verdict alone: the bridge marks a
 # failure in its stderr message, and every other stderr output (JAX's INFO
