@@ -140,6 +140,19 @@ def open_page(browser):
         context.close()
 
 
+def overwrite_on_conflict(lab) -> None:
+    """Answer JupyterLab's "File Changed" question with Overwrite, whenever it shows.
+
+    A save that finds the file newer on disk than JupyterLab last saw asks whether to
+    overwrite it or revert to it; on a loaded machine its own autosave's reply can still be
+    on its way when Ctrl+S saves again (seen once in make test). The editor holds what
+    the test typed, so a learner keeps it: Overwrite (Playwright's add_locator_handler
+    answers the dialog before any later action on the page)."""
+    conflict = lab.locator(".jp-Dialog", has_text="has changed on disk")
+    lab.add_locator_handler(conflict, lambda dialog: dialog.get_by_role(
+        "button", name="Overwrite").click())
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from .conftest import Watched, screenshot
+from .conftest import Watched, overwrite_on_conflict, screenshot
 
 WAIT_MS = 180_000  # give-up time for JupyterLab and kernels, not a timing assertion
 ANSWER = '''import jax
@@ -40,6 +40,7 @@ def test_exercise_notebook_opens_runs_submits_and_validates(restored_workspace, 
     with page.context.expect_page() as popup:
         link.click()
     lab = popup.value
+    overwrite_on_conflict(lab)
     lab_watch = Watched(lab)  # from here on: nothing may be fetched from off this machine
     lab.wait_for_url(re.compile(r"/lab/tree/update_with_donate/update_with_donate\.ipynb"), timeout=WAIT_MS)
     panel = lab.locator(".jp-NotebookPanel:visible")

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import overwrite_on_conflict, screenshot
 from tests.grading.helpers import SAMPLES
 from tests.hub.conftest import class_csv_when
 
@@ -62,6 +62,7 @@ def solve_and_submit_in_jupyterlab(page, name):
     with page.context.expect_page() as popup:
         link.click()
     lab = popup.value
+    overwrite_on_conflict(lab)
     lab.wait_for_url(re.compile(rf"/user/{name}/lab/tree/{EXERCISE}/{EXERCISE}\.ipynb"), timeout=WAIT_MS)
     panel = lab.locator(".jp-NotebookPanel:visible")
     panel.wait_for(timeout=WAIT_MS)
