@@ -156,5 +156,6 @@ def test_the_service_answers_its_own_address_and_limits(store_service):
     assert (limits["timeout_s"], limits["memory_mib"]) == (defaults.SERVICE_TIMEOUT_S,
                                                            defaults.MEMORY_MIB)
     assert ASSIGNMENT in config["exercises"]
+    assert len(config["origins"]) == len(set(config["origins"])), config["origins"]  # each once
     text = json.dumps(config)
     assert str(store_service.db) not in text and "password" not in text
