@@ -27,3 +27,14 @@ def test_each_tier_is_declared(pytestconfig):
     used = set().union(*tiers.FIXTURES.values(), *tiers.NODES.values())
     assert used == tiers.declared(pytestconfig)
 
+
+@pytest.mark.parametrize("nodeid,group", [
+    ("tests/hub/test_identity.py::test_unsigned_requests_are_refused", "course-site"),
+    ("tests/book/test_serve.py::test_every_printed_url_answers[a::b]", "course-site"),
+    ("tests/service/test_browser.py::test_submit_from_the_exercise_page", "course-site"),
+    ("tests/service/test_api.py::test_x[sqlite]", "tests/service/test_api.py"),
+    ("tests/grading/test_samples.py::test_sample_gets_expected_grade[reference]",
+     "tests/grading/test_samples.py"),
+])
+def test_make_test_groups_by_site_else_module(nodeid, group):
+    assert tiers.group_of(nodeid) == group

@@ -97,7 +97,6 @@ def mark(config, items, pytest) -> None:
         items[:] = fast
 
 
-
 # Where the tests live that build or read the course site in _build/ (the book and hub
 # tiers; make hub runs make book first): a build there rewrites pages another test may
 # be reading, so under make test they all run on one pytest-xdist worker. Collection
