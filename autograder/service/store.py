@@ -344,19 +344,21 @@ class Store:
         and locks are left to expire. Returns the number of requeued rows.
         """
         s, c = submissions.c, locks.c
+
+        def dead(owners):  # "host:pid[:slot]" of processes that are gone
+            return [o for o in owners if not alive(int(o.split(":")[1]))]
+
         with self.engine.begin() as conn:
-            owners = conn.execute(select(s.lease_owner).distinct().where(
-                s.status == "running", s.lease_owner.like(f"{host}:%"))).scalars().all()
-            holders = conn.execute(select(c.owner).distinct().where(
-                c.owner.like(f"{host}:%"))).scalars().all()
-            gone = [o for o in holders if not alive(int(o.split(":")[1]))]
-            if gone:
-                conn.execute(update(locks).where(c.owner.in_(gone)).values(until=0))
-            dead = [o for o in owners if not alive(int(o.split(":")[1]))]
-            if not dead:
+            holders = dead(conn.execute(select(c.owner).distinct().where(
+                c.owner.like(f"{host}:%"))).scalars().all())
+            if holders:
+                conn.execute(update(locks).where(c.owner.in_(holders)).values(until=0))
+            leasers = dead(conn.execute(select(s.lease_owner).distinct().where(
+                s.status == "running", s.lease_owner.like(f"{host}:%"))).scalars().all())
+            if not leasers:
                 return 0
             return conn.execute(update(submissions).where(
-                s.status == "running", s.lease_owner.in_(dead)).values(
+                s.status == "running", s.lease_owner.in_(leasers)).values(
                 status="queued", lease_owner=None, lease_until=None)).rowcount
 
     # -- who is alive -------------------------------------------------------
