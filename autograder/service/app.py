@@ -196,6 +196,8 @@ def _in_words(seconds):
 class SubmissionsHandler(Base):
     """``POST /api/submissions``: check, store (committed), queue, answer the id."""
 
+    _body_read = False  # True once tornado has the whole body (post runs)
+
     async def prepare(self):
         await super().prepare()
         self._body, self._size = bytearray(), 0
@@ -216,6 +218,14 @@ class SubmissionsHandler(Base):
 
     def on_connection_close(self):
         self._body = bytearray()  # a client that went away leaves nothing behind
+
+    def finish(self, chunk=None):
+        # Answered before the body was read (a refusal in prepare): tornado closes the
+        # connection after this answer. Say so, or a keep-alive client (the hub's
+        # proxy) sends its next request, another learner's, into the closed socket.
+        if not self._body_read and not self._headers_written:
+            self.set_header("Connection", "close")
+        return super().finish(chunk)
 
     def _too_big(self, size):
         return Refused(413, "too_large", f"the request is {size} bytes; the limit is "
@@ -258,6 +268,7 @@ class SubmissionsHandler(Base):
         return (self.request.remote_ip or "")[:64]
 
     async def post(self):
+        self._body_read = True
         s = self.settings_
         body = self.parse()
         needed = ("exercise", "notebook") if self.person else ("exercise", "learner", "notebook")
@@ -315,6 +326,7 @@ class SubmissionsHandler(Base):
 
     async def get(self):
         """Under the hub: the signed-in learner's submissions (see classroom)."""
+        self._body_read = True
         if self.person is None:
             raise Refused(405, "method_not_allowed", "nothing lists submissions without sign-in")
         from autograder.service import classroom

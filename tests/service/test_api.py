@@ -1,6 +1,7 @@
 """The HTTP API on SQLite and on PostgreSQL: submit, poll, read feedback; bad requests
 refused, nothing stored."""
 import json
+from http.client import HTTPConnection
 
 import pytest
 from nbgrader.api import Gradebook
@@ -159,3 +160,31 @@ def test_the_service_answers_its_own_address_and_limits(store_service):
     assert len(config["origins"]) == len(set(config["origins"])), config["origins"]  # each once
     text = json.dumps(config)
     assert str(store_service.db) not in text and "password" not in text
+
+
+def test_an_answer_before_the_body_says_the_connection_closes(store_service):
+    """A refusal sent before the body is read ends the connection (tornado drops the
+    unread body): the answer says ``Connection: close``, so a keep-alive client such as
+    the hub's proxy never sends the next request into a socket the service closed."""
+    conn = HTTPConnection("127.0.0.1", store_service.port, timeout=60)
+    try:
+        conn.putrequest("POST", "/api/submissions")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(10 ** 10))  # refused from the headers alone
+        conn.endheaders(b'{"exercise": ')
+        reply = conn.getresponse()
+        assert reply.status == 413 and json.loads(reply.read())["code"] == "too_large"
+        assert reply.getheader("Connection") == "close"
+    finally:
+        conn.close()
+    # an answer after the whole body keeps the connection for the next request
+    conn = HTTPConnection("127.0.0.1", store_service.port, timeout=60)
+    try:
+        conn.request("POST", "/api/submissions", b"{}", {"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        assert reply.status == 400 and reply.getheader("Connection") != "close"
+        reply.read()
+        conn.request("GET", "/api/health")
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
