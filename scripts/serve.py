@@ -49,16 +49,36 @@ class Server(NamedTuple):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+class _Flag:
+    """Set by the first stop signal; the loops below poll it. A plain attribute, not a
+    lock-based ``threading.Event``: a handler that took a lock the interrupted code
+    held would deadlock."""
+    set_ = False
+
+    def set(self):
+        self.set_ = True
+
+    def is_set(self):
+        return self.set_
+
+
+STOPPING = _Flag()
+
+
 def _ignore_stop_signals():
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 
 
 def _stop(signum, _frame):
-    """Ctrl-C, SIGTERM and SIGHUP: clean up, once. Further signals are ignored from
-    here on, so a second Ctrl-C cannot cut the cleanup short."""
+    """Ctrl-C, SIGTERM and SIGHUP: ask the loops to stop, once; later signals are ignored.
+
+    The handler only sets a flag. Raising here (KeyboardInterrupt) could land
+    anywhere, for instance inside ``Popen.poll`` right after it took the
+    process's wait lock: the lock then stayed held, and the cleanup's
+    ``proc.wait()`` blocked for good (``make serve`` hung on Ctrl-C)."""
     _ignore_stop_signals()
-    raise KeyboardInterrupt
+    STOPPING.set()
 
 
 def _die_with_parent():
@@ -177,7 +197,7 @@ def wait_until_ready(running, parent: int) -> bool:
                 print(f"==> the {server.label} answered HTTP {status} at {server.ready}; see "
                       f"_build/logs/{server.name}.log", file=sys.stderr, flush=True)
                 return False
-        if os.getppid() != parent:
+        if os.getppid() != parent or STOPPING.is_set():
             return False
         if waiting and time.monotonic() > deadline:
             for server, _ in waiting:
@@ -198,27 +218,30 @@ def main():
     status = 0
     try:
         for server in services(token, learner):
+            if STOPPING.is_set():
+                break
             with open(LOGS / f"{server.name}.log", "wb") as log:
                 running.append((server, subprocess.Popen(
                     server.argv, cwd=REPO, start_new_session=True, env=server.env,
                     preexec_fn=_die_with_parent,
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)))
         if not wait_until_ready(running, parent):
-            return 1
+            return 0 if STOPPING.is_set() else 1
         print(f"==> the course is running as learner {learner!r} "
               f"(servers' logs in _build/logs/; Ctrl-C stops them all)", flush=True)
         for server, _ in running:
             print(f"==> {server.label}: {server.url}", flush=True)
         # Stop too when whoever started us (make) is gone: no orphaned servers.
-        while all(p.poll() is None for _, p in running) and os.getppid() == parent:
+        while all(p.poll() is None for _, p in running) and os.getppid() == parent \
+                and not STOPPING.is_set():
             time.sleep(0.5)
         for server, proc in running:
-            if proc.poll() is not None:
+            if proc.poll() is not None and not STOPPING.is_set():
                 _report_exit(server, proc)
                 status = 1
-    except KeyboardInterrupt:
-        print("\n==> stopping", flush=True)
     finally:
+        if STOPPING.is_set():
+            print("\n==> stopping", flush=True)
         _stop_all(running)
     return status
 
