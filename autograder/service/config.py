@@ -7,6 +7,7 @@ every process of a deployment (``deploy/README.md``).
 import argparse
 import logging
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -62,8 +63,21 @@ def setup_logging():
     warnings.filterwarnings("ignore", module="nbformat")  # learners' notebooks, not ours
 
 
+def venv_tools_on_path():
+    """Put this interpreter's ``bin`` folder first on ``PATH``.
+
+    nbgrader's ``Gradebook`` runs ``alembic`` (a console script of the venv) by name
+    when it creates its tables in a new database; the README starts the service as
+    ``.venv/bin/python -m autograder.service``, without an activated venv."""
+    here = str(Path(sys.executable).parent)  # not resolved: .venv/bin, not the base Python's
+    path = os.environ.get("PATH", "")
+    if here not in path.split(os.pathsep):
+        os.environ["PATH"] = here + os.pathsep + path if path else here
+
+
 def open_store(args, stopping=None):
     """``(Store, Mirror)`` for ``args.db``; waits (with backoff) while the database is away."""
+    venv_tools_on_path()
     from autograder.service.gradebook import Mirror
     from autograder.service.grader import Backoff
     from autograder.service.store import Store, database_url, storage_problem, url_text

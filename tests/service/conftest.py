@@ -113,8 +113,9 @@ def stop_process(proc, sig=signal.SIGTERM):
 class Service:
     """One ``python -m autograder.service`` process and its files."""
 
-    def __init__(self, root, course, site_port=None, db=None, **options):
+    def __init__(self, root, course, site_port=None, db=None, env=None, **options):
         self.root, self.course = Path(root), Path(course)
+        self.env = env or {}  # set in the service's environment (e.g. a PATH without the venv)
         self.db = db or self.root / "grading.db"  # a path (SQLite) or a postgresql:// URL
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -135,6 +136,7 @@ class Service:
                if not k.startswith("GRADER_") and k not in ("PORT", "HOST")}
         if self.site_port:
             env["PORT"] = str(self.site_port)
+        env.update(self.env)
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log,
                                          stderr=subprocess.STDOUT)

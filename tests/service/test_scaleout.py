@@ -1,10 +1,12 @@
 """Scale-out on a real PostgreSQL server: an API process with ``--jobs 0`` and
 ``python -m autograder.service.worker`` processes sharing one database."""
+import shutil
 import signal
 import time
 
 from tests.grading.helpers import EXPECTED
-from tests.service.conftest import WAIT, expected_failed, failed_tests, http, slow_notebook
+from tests.service.conftest import (WAIT, Service, expected_failed, failed_tests, http,
+                                    slow_notebook)
 
 SAMPLES = ["reference", "wrong_arithmetic", "no_donation", "fails_empty", "wrong_dtype",
            "jit_inside", "reference", "wrong_arithmetic"]
@@ -86,3 +88,17 @@ def test_postgres_stopped_and_restarted_while_submissions_arrive(new_service, po
     while http("GET", service.url + "/api/health")[0] != 200:  # workers reported back
         assert time.monotonic() < deadline, http("GET", service.url + "/api/health")
         time.sleep(1)
+
+
+def test_the_api_starts_as_the_readme_writes_it(course_template, pg_url, tmp_path):
+    """``.venv/bin/python -m autograder.service --jobs 0`` on a new PostgreSQL database
+    (no nbgrader tables yet), venv not activated: nbgrader's Gradebook creates its
+    tables with ``alembic``, found beside the interpreter, not on the caller's PATH."""
+    course = tmp_path / "course"
+    shutil.copytree(course_template, course)
+    service = Service(tmp_path, course, db=pg_url(), jobs=0, env={"PATH": "/usr/bin:/bin"})
+    try:
+        service.start()
+        assert http("GET", service.url + "/api/health")[0] == 200
+    finally:
+        service.stop()
