@@ -15,7 +15,7 @@ import tornado.httpserver
 
 from autograder import defaults
 from autograder.service import config
-from autograder.service.app import Settings, make_app
+from autograder.service.app import DRAIN_BYTES, Settings, make_app
 from autograder.service.store import Caps
 
 env = config.env
@@ -92,7 +92,7 @@ def main(argv=None):
 
     async def serve():
         server = tornado.httpserver.HTTPServer(
-            make_app(store, grading, settings, mirror), max_body_size=4 * args.max_bytes + 65536,
+            make_app(store, grading, settings, mirror), max_body_size=max(DRAIN_BYTES, args.max_bytes),
             idle_connection_timeout=args.header_timeout, body_timeout=args.body_timeout)
         server.listen(args.port, args.host)
         config.log.info("grading service on http://%s:%d/ (db %s, gradebook %s, %s)",

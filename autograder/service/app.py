@@ -39,6 +39,11 @@ from autograder.service.store import Caps, Refusal, process_name, storage_proble
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 MAX_DEPTH = 64  # JSON nesting levels; a notebook needs about 6
+# Bodies over the limit are read to their end and dropped, up to this size, so the
+# client gets the 413 and not a reset connection (which the hub's proxy turns into
+# its own 503 page); a bigger one is refused from its Content-Length and cut off.
+DRAIN_BYTES = 256 * 2**20
+ECHO_CHARS = 80  # of a client's value quoted back in an error, at most
 log = logging.getLogger("autograder.service")
 
 
@@ -181,6 +186,18 @@ def _depth_exceeds(value, limit):
     return False
 
 
+def _not_json(name):
+    """``json.loads``'s hook for NaN, Infinity and -Infinity, which JSON does not have."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _echo(value):
+    """``repr(value)``, cut to :data:`ECHO_CHARS`: no answer repeats an unbounded part of
+    a request."""
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(text)} characters)"
+
+
 def _too_deep():
     return Refused(400, "too_deep", f"the request nests lists or objects more than "
                    f"{MAX_DEPTH} levels deep; a notebook needs fewer than 10")
@@ -203,12 +220,10 @@ class SubmissionsHandler(Base):
         self._body, self._size = bytearray(), 0
         if self.request.method != "POST":
             return
-        limit = self.settings_.max_bytes
-        # Bodies up to 4x the limit are read and dropped so clients see the 413
-        # (not a reset connection); anything bigger is cut off by tornado.
-        self.request.connection.set_max_body_size(4 * limit + 65536)
+        drain = max(DRAIN_BYTES, self.settings_.max_bytes)
+        self.request.connection.set_max_body_size(drain)
         length = self.request.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > 4 * limit + 65536:
+        if length is not None and length.isdigit() and int(length) > drain:
             raise self._too_big(int(length))
 
     def data_received(self, chunk):
@@ -241,7 +256,7 @@ class SubmissionsHandler(Base):
                           "(Content-Type: application/json)")
         raw, self._body = bytes(self._body), bytearray()
         try:
-            body = json.loads(raw)
+            body = json.loads(raw, parse_constant=_not_json)
         except RecursionError:  # not a ValueError: deeper than the decoder's stack
             raise _too_deep() from None
         except ValueError as exc:
@@ -277,7 +292,7 @@ class SubmissionsHandler(Base):
             raise Refused(400, "missing_field", f"missing field(s): {', '.join(missing)}")
         exercise, notebook = body["exercise"], body["notebook"]
         if not isinstance(exercise, str) or exercise not in s.exercises:
-            raise Refused(400, "unknown_exercise", f"unknown exercise {exercise!r}; "
+            raise Refused(400, "unknown_exercise", f"unknown exercise {_echo(exercise)}; "
                           f"known: {', '.join(s.exercises)}")
         learner = self.learner_of(body)
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):

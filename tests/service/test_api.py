@@ -188,3 +188,19 @@ def test_an_answer_before_the_body_says_the_connection_closes(store_service):
         assert conn.getresponse().status == 200
     finally:
         conn.close()
+
+
+def test_a_body_far_over_the_limit_is_read_and_answered(store_service):
+    """80 times the limit (the hub's proxy turned a connection cut mid-upload into its own
+    503 page): read to the end, answered 413 in JSON, the connection kept."""
+    conn = HTTPConnection("127.0.0.1", store_service.port, timeout=120)
+    try:
+        conn.request("POST", "/api/submissions", b" " * (20 * 2**20),
+                     {"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        assert reply.status == 413 and reply.getheader("Connection") != "close"
+        assert json.loads(reply.read())["code"] == "too_large"
+        conn.request("GET", "/api/health")
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
