@@ -79,6 +79,20 @@ def interpreter():
     return sys.executable
 
 
+# What the zygote inherits from the grader's environment: nothing secret. Every
+# learner process is forked from the zygote and holds a copy of the environment
+# block it was started with, readable from its own memory whatever it does to
+# os.environ (the hub token and a database password would be there otherwise).
+ZYGOTE_ENV_KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TF_CPP_MIN_LOG_LEVEL")
+
+
+def zygote_environment():
+    """The zygote's whole environment: :data:`ZYGOTE_ENV_KEPT` from the grader's, and
+    JAX's platform and XLA flags (``{name: value}``, str to str)."""
+    kept = {k: v for k, v in os.environ.items() if k in ZYGOTE_ENV_KEPT}
+    return dict(kept, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
+
+
 class Zygote:
     """The grader's handle on a zygote process (started on first use)."""
 
@@ -101,7 +115,7 @@ class Zygote:
             code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
                     f"from autograder.sandbox.zygote import main; "
                     f"main({self.path!r}, {tuple(exercises)!r})")
-            env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
+            env = zygote_environment()
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)

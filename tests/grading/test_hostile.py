@@ -9,8 +9,11 @@ import csv
 import fcntl
 import json
 import os
+import secrets
 import signal
+import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -31,12 +34,15 @@ ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
            Path("/var/tmp/hostile-was-here"), REPO / "autograder" / "pwned.py"]
 
 
-def build_class(course, root):
+def build_class(course, root, listener_port=0):
+    """The corpus as notebooks in ``root``; ``@LISTENER_PORT@`` in an answer becomes
+    ``listener_port`` (a server the test keeps listening while the class is graded)."""
     release = released_notebook(course)
     root.mkdir(parents=True, exist_ok=True)
     for path in HOSTILE.glob("*.py"):
         if path.stem in EXPECTED:
-            nb = with_answer(release, path.read_text())
+            answer = path.read_text().replace("@LISTENER_PORT@", str(listener_port))
+            nb = with_answer(release, answer)
             (root / f"{path.stem}.ipynb").write_text(json.dumps(nb))
     for name, build in BUILDERS.items():
         (root / f"{name}.ipynb").write_bytes(build(release))
@@ -70,11 +76,45 @@ def sandbox_processes():
     return leaked
 
 
+SECRET = secrets.token_hex(16)  # in the grader's environment; no learner process may hold it
+
+
+class Listener:
+    """A server listening on loopback while the class is graded; counts who connects."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port, self.accepted = self.sock.getsockname()[1], 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
 @pytest.fixture(scope="module")
-def hostile(released_course, tmp_path_factory):
-    root = build_class(released_course, tmp_path_factory.mktemp("hostile") / "class")
+def listener():
+    server = Listener()
+    socket.create_connection(("127.0.0.1", server.port), timeout=5).close()  # reachable here
+    deadline = time.monotonic() + 5
+    while server.accepted < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.accepted == 1
+    yield server
+    server.sock.close()
+
+
+@pytest.fixture(scope="module")
+def hostile(released_course, tmp_path_factory, listener):
+    root = build_class(released_course, tmp_path_factory.mktemp("hostile") / "class",
+                       listener.port)
     out = root.parent / "grades"
-    proc = grader_cli(root, "--out", out, *LIMITS, env={"HOSTILE_SECRET_TOKEN": "s3cret"},
+    proc = grader_cli(root, "--out", out, *LIMITS, env={"HOSTILE_SECRET_TOKEN": SECRET},
                       wait=False)
     stdout, stderr = proc.communicate(timeout=900)
     return out, proc.returncode, stdout, stderr
@@ -98,6 +138,21 @@ def test_hostile_submission_gets_expected_result(hostile, name):
     want = EXPECTED[name]
     assert (got["score"], got["extra_data"]["status"]) == (want["score"], want["status"]), got["output"]
     assert want["output"] in got["output"]
+
+
+def test_no_learner_process_holds_a_secret_of_the_grader(hostile):
+    """reads_its_memory printed what its environment block, stack and heap hold; the
+    grader's environment (here a secret) must not be among it, in any result."""
+    out = hostile[0]
+    printed = json.loads((out / "reads_its_memory" / "results.json").read_text())
+    assert "found in memory:" in printed["extra_data"]["learner_output"]
+    leaked = [p.parent.name for p in out.glob("*/results.json") if SECRET in p.read_text()]
+    assert leaked == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the network namespace is made only as root")
+def test_learner_code_reaches_no_listening_server(hostile, listener):
+    assert listener.accepted == 1  # the fixture's own check, nobody else
 
 
 def test_no_learner_process_survives(hostile):
