@@ -110,6 +110,24 @@ def _private_mounts(hide):
     return True
 
 
+def isolation_problem():
+    """Why learner processes would run without their own mount and network namespaces
+    (as root), or None when they get them (or when not root: no namespaces are made).
+
+    Tried in a forked child, so this process keeps its own namespaces. Where
+    ``unshare`` is refused (a container without CAP_SYS_ADMIN), learner code can
+    reach this machine's servers: the grader says so instead of going on silently.
+    """
+    if os.geteuid() != 0:
+        return None
+    pid = os.fork()
+    if pid == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        os._exit(0 if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) == 0 else ctypes.get_errno())
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return None if code == 0 else f"unshare(CLONE_NEWNS | CLONE_NEWNET) failed: {os.strerror(code)}"
+
+
 def _tmpfs(libc, target):
     libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
 

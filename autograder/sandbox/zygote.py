@@ -15,7 +15,7 @@ import shutil
 import socketserver
 import sys
 
-from autograder.sandbox import learner, supervisor
+from autograder.sandbox import confine, learner, supervisor
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -45,8 +45,10 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
 
 
 def main(path, exercises=()):
-    """The zygote's entry point: preload ``exercises``, listen on ``path``, say ready, serve."""
+    """The zygote's entry point: preload ``exercises``, listen on ``path``, say ready
+    (and, on the same line, why learner processes cannot be isolated, if they cannot), serve."""
+    problem = confine.isolation_problem()
     learner.preload(exercises)
     server = _Server(path, _Handler)
-    print("ready", flush=True)
+    print("ready" + (f" {problem}" if problem else ""), flush=True)
     server.serve_forever(poll_interval=0.05)

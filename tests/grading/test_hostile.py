@@ -13,6 +13,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox.uids import LEASES, lease_uid
-from tests.conftest import REPO, grader_cli
+from tests.conftest import REPO, grader_cli, nbgrader_env
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -314,3 +315,21 @@ def test_nbgrader_tree_files_are_attributed_safely(tmp_path):
     assert len(skipped) == 2
     eve = read(*next(f for f in found if f[0] == "eve"))
     assert "symbolic link" in eve.unreadable
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces are made only when grading as root")
+def test_a_grader_that_cannot_isolate_says_so(released_course, tmp_path):
+    """Without CAP_SYS_ADMIN (a container's root) ``unshare`` fails: the grade still comes,
+    and the grader's log says that learner code ran with the machine's network."""
+    nb = with_answer(released_notebook(released_course), (SAMPLES / "reference.py").read_text())
+    (tmp_path / "ada.ipynb").write_text(json.dumps(nb))
+    argv = ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", sys.executable,
+            "-m", "autograder", str(tmp_path / "ada.ipynb"), "--out", str(tmp_path / "out")]
+    done = subprocess.run(argv, cwd=REPO, env=nbgrader_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tmp_path / "out" / "ada" / "results.json").read_text())["score"] == 10
+    assert "WITHOUT network and mount isolation: unshare(CLONE_NEWNS | CLONE_NEWNET) failed: " \
+           "Operation not permitted" in done.stderr
+    # and with the capability, nothing is said
+    assert "isolation" not in grader_cli(tmp_path / "ada.ipynb", "--out", tmp_path / "out2").stderr
