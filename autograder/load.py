@@ -198,6 +198,11 @@ def _read_notebook(sub, text):
         sub.unreadable = f"notebook could not be read: {str(exc).splitlines()[0][:200]}"
         return
     sub.other_exercise = _answers_other_exercise(sub.exercise, nb_cells)
+    if sub.other_exercise == FOREIGN:
+        sub.unreadable = (f"this notebook is not the {sub.exercise} exercise's: it has nbgrader "
+                          f"cells, but none of {sub.exercise}'s (was it another assignment's or "
+                          f"another course's?); hand in {sub.exercise}.ipynb as released")
+        return
     if sub.other_exercise:
         sub.unreadable = (f"this is the notebook of the exercise {sub.other_exercise}, handed in "
                           f"for {sub.exercise}: hand in {sub.exercise}.ipynb for {sub.exercise}, "
@@ -211,15 +216,23 @@ def _read_notebook(sub, text):
         sub.attempted = False  # the stub, and no code of the learner's own anywhere
 
 
+FOREIGN = "another assignment"  # Submission.other_exercise of a notebook of no exercise here
+
+
 def _answers_other_exercise(exercise, nb_cells):
-    """The exercise whose answer cell this notebook holds, if not ``exercise`` (else None).
+    """The exercise whose answer cell this notebook holds, if not ``exercise`` (else None);
+    :data:`FOREIGN` when it has nbgrader cells and none of ``exercise``'s or any other
+    exercise's answer cell (an assignment of another course).
 
     Each exercise's answer cell has the exercise's name as its nbgrader grade_id.
     """
     ids = {i for i in (_meta(c).get("grade_id") for c in nb_cells) if isinstance(i, str)}
-    if exercise in ids:
+    if exercise in ids or not ids:
         return None
-    return next((other for other in exercises.names() if other in ids), None)
+    other = next((other for other in exercises.names() if other in ids), None)
+    if other is None and not ids & set(instructor_cells(exercise)):
+        return FOREIGN
+    return other
 
 
 def _code_cells(sub, nb_cells):

@@ -5,6 +5,7 @@ grading service calls the same pipeline with the exercise its form names.
 """
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -81,3 +82,19 @@ def test_the_readme_states_the_size_limits():
 
     readme = (REPO / "README.md").read_text()
     assert "128 MiB" in readme and "20 MiB of code" in readme
+
+
+def test_a_notebook_of_another_course_is_not_called_a_stub(tmp_path):
+    """nbgrader's own test notebooks have nbgrader cells, none of this course's."""
+    import nbgrader.tests.apps.files as files
+    folder = Path(files.__file__).parent
+    names = ["autotest-simple-unchanged", "autotest-multi-unchanged", "submitted-unchanged"]
+    paths = [folder / f"{n}.ipynb" for n in names if (folder / f"{n}.ipynb").exists()]
+    assert len(paths) >= 2
+    proc = grader_cli(*paths, "--exercise", "update_with_donate", "--out", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    for path in paths:
+        result = results(tmp_path / "out", path.stem)
+        assert result["extra_data"]["status"] == "wrong exercise", result["output"]
+        assert "not the update_with_donate exercise's" in result["output"]
+        assert "not attempted" not in " ".join(_texts(result))
