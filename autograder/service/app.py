@@ -279,7 +279,11 @@ class SubmissionsHandler(Base):
         return learner
 
     def client_of(self):
-        """The client's address, for the per-client cap (never from a header it sends)."""
+        """Who is sending, for the per-client cap and the turns of the queue: the
+        signed-in learner under the hub (every request comes from the proxy's address
+        there), else the client's address (never from a header it sends)."""
+        if self.person:
+            return ("learner:" + self.person.name)[:64]
         return (self.request.remote_ip or "")[:64]
 
     async def post(self):

@@ -89,6 +89,9 @@ WAITING = ("queued", "running")
 CLAIM_LOCK = 7_315_001  # pg_advisory_xact_lock key for claims (any constant)
 
 
+FAIR_WINDOW_S = 600.0  # how far back a client's gradings count against its next turn
+
+
 def database_url(value):
     """The SQLAlchemy URL for ``GRADER_DB``: a path (SQLite) or a URL.
 
@@ -292,27 +295,40 @@ class Store:
 
         The row dict has the notebook. Expired leases are claimable; a learner
         already being graded is passed over (graded one submission at a time).
+        Clients take turns: a submission's turn is its place among its client's
+        claimable ones plus the gradings its client started in the last
+        :data:`FAIR_WINDOW_S`; the lowest turn goes first, the oldest among
+        equals. So a client with many queued submissions delays another
+        client's by about one grading, not by all of its own. The client is the
+        address under ``make serve`` and the signed-in learner under the hub
+        (``app.SubmissionsHandler.client_of``).
         """
         s = submissions.c
         now = time.time()
         with self.engine.begin() as conn:
-            if self.postgres:
+            if self.postgres:  # one claim at a time (the rows' locks alone do not rank)
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": CLAIM_LOCK})
             claimable = or_(s.status == "queued",
                             and_(s.status == "running", s.lease_until < now))
             busy = select(s.learner).where(s.status == "running", s.lease_until >= now)
-            seq = conn.execute(select(s.seq).where(claimable, s.learner.not_in(busy))
-                               .order_by(s.seq).limit(1).with_for_update(skip_locked=True)
-                               ).scalar()
+            other = submissions.alias("other")
+            started = select(func.count()).where(
+                other.c.client == s.client, other.c.started_at >= now - FAIR_WINDOW_S
+            ).scalar_subquery()
+            turn = func.row_number().over(partition_by=s.client, order_by=s.seq) + started
+            ranked = select(s.seq, turn.label("turn")).where(
+                claimable, s.learner.not_in(busy)).subquery()
+            seq = conn.execute(select(ranked.c.seq).order_by(ranked.c.turn, ranked.c.seq)
+                               .limit(1)).scalar()
             if seq is None:
                 return None
             row = conn.execute(
-                update(submissions).where(s.seq == seq).values(
+                update(submissions).where(s.seq == seq, claimable).values(
                     status="running", started_at=now, attempts=s.attempts + 1,
                     lease_owner=owner, lease_until=now + lease)
                 .returning(s.seq, s.id, s.learner, s.exercise, s.notebook, s.submitted_at,
-                           s.attempts)).mappings().one()
-        return dict(row)
+                           s.attempts)).mappings().one_or_none()
+        return dict(row) if row else None
 
     def renew(self, sub_id, owner, lease):
         """Extend ``owner``'s lease on ``sub_id``; False if it no longer holds it."""

@@ -161,6 +161,10 @@ def test_queueing_is_fair(new_service):
     took = time.monotonic() - start
     assert answers[second["id"]]["result"]["score"] == 10
     assert took / 4 <= promised <= 4 * took + 10, (promised, took)  # the wait was honest
+    # Clients take turns: the honest learner waited for one of the flood's 20, not all.
+    rows = service.rows()
+    honest_done = rows[second["id"]]["finished_at"]
+    assert sum(rows[i]["finished_at"] < honest_done for i in accepted) <= 1
 
 
 def test_per_learner_cap(new_service):
