@@ -23,6 +23,10 @@ from autograder.sandbox.wire import Outcome
 REPLY_LIMIT = 32 * 2**20  # bytes of reply read from the learner's process
 PR_SET_CHILD_SUBREAPER = 36  # from <linux/prctl.h>
 MEMORY_SIGNS = ("MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory")
+# What a process says when RLIMIT_NPROC stops it starting a thread (XLA's thread
+# pools abort the process; Python raises) or a process (fork's EAGAIN).
+PROCESS_SIGNS = ("pthread_create() failed", "can't start new thread",
+                 "BlockingIOError: [Errno 11] Resource temporarily unavailable")
 
 
 def serve(conn, rfile, wfile):
@@ -52,8 +56,8 @@ def supervise(request, limits, lease):
     try:
         raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
         _kill_all(pid, lease)
-        tail, memory_hit = _read_log(log_path)
-        return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, memory_hit)
+        tail, hits = _read_log(log_path)
+        return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, hits)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         Path(log_path).unlink(missing_ok=True)
@@ -136,10 +140,11 @@ def _become_subreaper():
 
 
 def _read_log(log_path, window=65536, tail=2000):
-    """``(last tail characters, memory limit hit?)`` from the learner's log.
+    """``(last tail characters, limits hit)`` from the learner's log; the limits hit are
+    a set of ``"memory"`` and ``"processes"`` (:data:`MEMORY_SIGNS`, :data:`PROCESS_SIGNS`).
 
-    The memory signs are looked for in the first and last ``window`` bytes:
-    a MemoryError is often followed by a long abort trace.
+    The signs are looked for in the first and last ``window`` bytes: a
+    MemoryError is often followed by a long abort trace.
     """
     try:
         with open(log_path, "rb") as log:
@@ -147,26 +152,39 @@ def _read_log(log_path, window=65536, tail=2000):
             log.seek(max(0, os.fstat(log.fileno()).st_size - window))
             end = log.read().decode("utf-8", "replace")
     except OSError:
-        return "", False
+        return "", set()
     text = head.decode("utf-8", "replace") + end
-    return end[-tail:], any(sign in text for sign in MEMORY_SIGNS)
+    hits = {name for name, signs in (("memory", MEMORY_SIGNS), ("processes", PROCESS_SIGNS))
+            if any(sign in text for sign in signs)}
+    return end[-tail:], hits
 
 
-def _outcome(code, timed_out, raw, tail, limits, seconds, memory_hit=False):
+def _signal_name(code):
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return str(-code)
+
+
+def _signal_words(code):
+    return f" (it was killed by signal {_signal_name(code)})" if code is not None and code < 0 else ""
+
+
+def _outcome(code, timed_out, raw, tail, limits, seconds, hits=frozenset()):
     if timed_out:
         return Outcome("timeout", f"timed out after {limits.seconds:g} s", None, seconds, tail)
     reply = wire.read_reply(raw)
     if code == 0 and reply is not None:
         return Outcome("ok", "", reply, seconds, tail)
-    if memory_hit:
+    if "memory" in hits:
         return Outcome("memory", f"used more than {limits.memory_mib} MiB of memory",
                        None, seconds, tail)
+    if "processes" in hits:
+        return Outcome("crashed", f"your code reached the limit of {limits.processes} processes "
+                       "and threads, so the grading process could not start the threads JAX "
+                       f"needs{_signal_words(code)}", None, seconds, tail)
     if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = str(-code)
-        return Outcome("crashed", f"the process running your code was killed by signal {name}",
-                       None, seconds, tail)
+        return Outcome("crashed", f"the process running your code was killed by signal "
+                       f"{_signal_name(code)}", None, seconds, tail)
     return Outcome("exited", f"your code ended the grading process early (exit status {code}) "
                    "before the tests could run", None, seconds, tail)
