@@ -38,3 +38,14 @@ def test_each_tier_is_declared(pytestconfig):
 ])
 def test_make_test_groups_by_site_else_module(nodeid, group):
     assert tiers.group_of(nodeid) == group
+
+
+def test_a_body_that_starts_a_grader_or_server_is_seen():
+    q = '"'
+    call = "grader_cli" + "("
+    grader = call + "tmp_path, '--out', tmp_path)"
+    service = f"subprocess.run([sys.executable, {q}-m{q}, {q}autograder.service{q}])"
+    defaults = f"subprocess.run([sys.executable, {q}-m{q}, {q}autograder.defaults{q}])"
+    assert tiers.starters_in(grader) == [call]
+    assert tiers.starters_in(service) == [f"{q}-m{q}, {q}autograder.service{q}"]
+    assert tiers.starters_in(defaults) == []

@@ -12,6 +12,8 @@ without saying so. The hook is :func:`mark`, called from tests/conftest.py.
 from __future__ import annotations
 
 import configparser
+import inspect
+import re
 
 # fixture ("module.function" of its definition) -> tiers of what it starts
 FIXTURES = {
@@ -50,8 +52,28 @@ NODES = {
     "tests/grading/test_hostile.py::test_killed_mid_class": {"grader"},
     "tests/grading/test_hostile.py::test_orphaned_supervisor": {"grader"},
     "tests/grading/test_hostile.py::test_forged_observations": {"grader"},
+    "tests/grading/test_hostile.py::test_a_grader_that_cannot_isolate": {"grader"},
     "tests/grading/test_gradescope.py": {"grader"},
 }
+
+
+# What a test body may call that starts a grading command, nbgrader or a server: such
+# a test must be in a slow tier (collection stops otherwise, see mark).
+STARTERS = re.compile(r"\b(grader_cli|nbgrader|release|Service|Worker|Hub)\(|"
+                      r"\"-m\", \"(autograder|autograder\.service[.\w]*|jupyterhub|nbgrader)\"|\"make\", \"(serve|hub|test)\"")
+
+
+def starters_in(source: str) -> list[str]:
+    """The calls in ``source`` (a test's text) that start a grader, nbgrader or a server."""
+    return sorted({m.group(0) for m in STARTERS.finditer(source)})
+
+
+def started_in_body(item) -> list[str]:
+    """:func:`starters_in` ``item``'s own function."""
+    try:
+        return starters_in(inspect.getsource(item.function))
+    except (AttributeError, OSError, TypeError):
+        return []
 
 
 def tiers_of(item) -> set[str]:
@@ -91,6 +113,9 @@ def mark(config, items, pytest) -> None:
         for tier in sorted(tiers):
             item.add_marker(getattr(pytest.mark, tier))
         tiers |= {m.name for m in item.iter_markers()} & slow  # a param's own mark
+        if not tiers and started_in_body(item):
+            raise pytest.UsageError(f"{item.nodeid} starts {', '.join(started_in_body(item))} in "
+                                    "its body but is in no slow tier: add it to NODES in tests/tiers.py")
         (deselected if tiers else fast).append(item)
     if config.getoption("fast"):
         config.hook.pytest_deselected(items=deselected)
