@@ -77,11 +77,13 @@ serve: book
 # JupyterHub (deploy/hub/jupyterhub_config.py) with configurable-http-proxy from
 # node_modules; its database and cookie secret stay in $(HUB_STATE) across restarts.
 HUB_STATE ?= $(CURDIR)/.hub-state
+# Its ports default to privileged ones (autograder/defaults.py: HUB_ENVIRONMENT), not
+# make serve's: PORT and GRADER_PORT are passed on only when set in the environment.
 hub: book
-	@echo "==> starting JupyterHub on http://$(HOST):$(PORT)/ (state in $(HUB_STATE); Ctrl-C stops it)"
+	@echo "==> starting JupyterHub (state in $(HUB_STATE); it says its URL once the course answers)"
 	@mkdir -p -m 0700 "$(HUB_STATE)"
-	@cd "$(HUB_STATE)" && PORT=$(PORT) HOST=$(HOST) HUB_STATE="$(HUB_STATE)" PATH="$(CURDIR)/$(BIN):$$PATH" \
-	  $(CURDIR)/$(BIN)/python -m jupyterhub -f $(CURDIR)/deploy/hub/jupyterhub_config.py
+	@cd "$(HUB_STATE)" && HUB_STATE="$(HUB_STATE)" PATH="$(CURDIR)/$(BIN):$$PATH" \
+	  $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/hub.py
 
 # One pytest-xdist worker per core; tests that share a build or a module's fixtures
 # stay on one worker (tests/tiers.py: group_of; tests/conftest.py: the scheduler).

@@ -35,12 +35,24 @@ GRADER_PORT = 8001
 """TCP port of the grading service (``GRADER_PORT``)."""
 JUPYTER_PORT = 8888
 """TCP port of the learner's JupyterLab under ``make serve`` (``JUPYTER_PORT``)."""
-HUB_API_PORT = 8081
+# Under make hub every fixed port is privileged (below the kernel's
+# net.ipv4.ip_unprivileged_port_start, 1024): a learner's process can never listen
+# there, also not while the hub, its proxy or a service restarts.
+HUB_PORT = 80
+"""The hub's public port under ``make hub`` (``PORT``; ``make serve`` uses :data:`PORT`)."""
+HUB_API_PORT = 801
 """TCP port of JupyterHub's own API, on 127.0.0.1 (``HUB_API_PORT``)."""
-PROXY_API_PORT = 8002
+PROXY_API_PORT = 802
 """TCP port of configurable-http-proxy's API, on 127.0.0.1 (``PROXY_API_PORT``)."""
-SITE_PORT = 8003
+HUB_GRADER_PORT = 803
+"""The grading service's port behind the hub's proxy (``GRADER_PORT``; ``make serve``
+uses :data:`GRADER_PORT`)."""
+SITE_PORT = 804
 """TCP port of the course site as a hub service, behind the proxy, under ``make hub`` only (``SITE_PORT``)."""
+HUB_DOMAIN = "localhost"
+"""The hub's host name under ``make hub`` (``HUB_DOMAIN``): each learner's server is at
+``<name>.HUB_DOMAIN``, an origin of its own (browsers resolve ``*.localhost`` to
+loopback; a real deployment names a domain with wildcard DNS)."""
 
 # -- who may submit ------------------------------------------------------------------
 LEARNER_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$"
@@ -93,6 +105,7 @@ follows (``make release``, the tests' released course, the benchmarks)."""
 ENVIRONMENT = {
     "HOST": HOST, "PORT": PORT, "GRADER_PORT": GRADER_PORT, "JUPYTER_PORT": JUPYTER_PORT,
     "HUB_API_PORT": HUB_API_PORT, "PROXY_API_PORT": PROXY_API_PORT, "SITE_PORT": SITE_PORT,
+    "HUB_DOMAIN": HUB_DOMAIN,
     "GRADER_MAX_BYTES": MAX_BYTES, "GRADER_RATE": f"{RATE_COUNT}/{RATE_SECONDS:g}",
     "GRADER_MAX_PER_LEARNER": MAX_PER_LEARNER, "GRADER_MAX_PER_CLIENT": MAX_PER_CLIENT,
     "GRADER_MAX_QUEUE": MAX_QUEUE, "GRADER_HEADER_TIMEOUT": HEADER_TIMEOUT_S,
@@ -106,6 +119,22 @@ def setting(name: str) -> str:
     """``$name``, else its default from :data:`ENVIRONMENT`, as text (as the environment
     holds it). Raises KeyError for a variable this module has no default for."""
     return os.environ.get(name, str(ENVIRONMENT[name]))
+
+
+HUB_ENVIRONMENT = dict(ENVIRONMENT, PORT=HUB_PORT, GRADER_PORT=HUB_GRADER_PORT)
+""":data:`ENVIRONMENT` as ``make hub`` reads it: the public and grading ports differ."""
+
+
+def hub_setting(name: str) -> str:
+    """:func:`setting` under ``make hub`` (defaults from :data:`HUB_ENVIRONMENT`)."""
+    return os.environ.get(name, str(HUB_ENVIRONMENT[name]))
+
+
+def hub_public_url() -> str:
+    """Where browsers open the hub under ``make hub``: ``http://HUB_DOMAIN[:PORT]``
+    (no port shown for HTTP's own, 80), each read from the environment first."""
+    port = int(hub_setting("PORT"))
+    return f"http://{hub_setting('HUB_DOMAIN')}" + ("" if port == 80 else f":{port}")
 
 
 def grader_url(host: str | None = None) -> str:

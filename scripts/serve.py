@@ -18,13 +18,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote
 
 import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
+from stopping import STOPPING, http_status, ignore_stop_signals, on_stop_signals
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -46,41 +45,6 @@ class Server(NamedTuple):
     env: dict
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-class _Flag:
-    """Set by the first stop signal; the loops below poll it. A plain attribute, not a
-    lock-based ``threading.Event``: a handler that took a lock the interrupted code
-    held would deadlock."""
-    set_ = False
-
-    def set(self):
-        self.set_ = True
-
-    def is_set(self):
-        return self.set_
-
-
-STOPPING = _Flag()
-
-
-def _ignore_stop_signals():
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, signal.SIG_IGN)
-
-
-def _stop(signum, _frame):
-    """Ctrl-C, SIGTERM and SIGHUP: ask the loops to stop, once; later signals are ignored.
-
-    The handler only sets a flag. Raising here (KeyboardInterrupt) could land
-    anywhere, for instance inside ``Popen.poll`` right after it took the
-    process's wait lock: the lock then stayed held, and the cleanup's
-    ``proc.wait()`` blocked for good (``make serve`` hung on Ctrl-C)."""
-    _ignore_stop_signals()
-    STOPPING.set()
-
-
 def _die_with_parent():
     """In each server, before it runs: SIGTERM it when serve.py dies, however it dies
     (Linux's PR_SET_PDEATHSIG; serve.py is single-threaded, so its thread is the
@@ -94,7 +58,7 @@ def _die_with_parent():
 def _stop_all(running):
     """SIGTERM each server's process group, wait up to 10 s each, then SIGKILL.
     Signals are ignored meanwhile (also when no signal started the cleanup)."""
-    _ignore_stop_signals()
+    ignore_stop_signals()
     for _, proc in running:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -156,17 +120,6 @@ def services(token: str, learner: str) -> list[Server]:
     ]
 
 
-def _status(url: str) -> int | None:
-    """The HTTP status ``url`` answers with, or None while nothing answers."""
-    try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status
-    except urllib.error.HTTPError as err:
-        return err.code
-    except OSError:
-        return None
-
-
 def _tail(path: Path, lines: int = 30) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
@@ -190,7 +143,7 @@ def wait_until_ready(running, parent: int) -> bool:
             if proc.poll() is not None:
                 _report_exit(server, proc)
                 return False
-            status = _status(server.ready)
+            status = http_status(server.ready)
             if status == 200:
                 waiting.remove((server, proc))
             elif status is not None:  # up, but refusing: e.g. JupyterLab and another token
@@ -209,8 +162,7 @@ def wait_until_ready(running, parent: int) -> bool:
 
 
 def main():
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, _stop)
+    on_stop_signals()
     parent = os.getppid()
     token, learner = jupyter_local.token(), learner_id()
     LOGS.mkdir(parents=True, exist_ok=True)

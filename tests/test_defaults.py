@@ -33,7 +33,10 @@ def code_files():
 def default_literals():
     """``{description: regex}`` of what only defaults.py may write."""
     ports = sorted({v for k, v in vars(defaults).items() if k.endswith("_PORT") or k == "PORT"})
-    found = {f"port {p}": rf"(?<![\w.]){p}(?![\w])" for p in ports}
+    # A port below 1024 is a short, common number (80 is also a width, a count): it
+    # counts where it stands as a port, after ":" or "port" or "PORT=".
+    found = {f"port {p}": rf"(?<![\w.]){p}(?![\w])" if p >= 1024 else
+             rf"(?:(?<=:)|(?<=port )|(?<=PORT=)|(?<=PORT = )){p}(?![\w])" for p in ports}
     found["the learner-id pattern"] = re.escape(defaults.LEARNER_PATTERN.strip("^$"))
     found["the strict site build"] = re.escape(defaults.SITE_BUILD[3])
     found["nbgrader's release"] = r"""["']generate_assignment["']"""

@@ -81,10 +81,16 @@ def kill_uid(lease, reap=False):
         fcntl.flock(lease.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
-    uid = lease.uid
+    end_uid(lease.uid, reap)
+    return True
+
+
+def end_uid(uid, reap=False):
+    """SIGKILL every process of ``uid`` (an int; root only), until /proc shows none left:
+    :func:`kill_uid` without a lease, also for the hub's learners (their server stopped)."""
     for _ in range(100):
         if not any(_owner(p) == uid for p in Path("/proc").iterdir() if p.name.isdigit()):
-            return True
+            return
         pid = os.fork()
         if pid == 0:
             try:
@@ -97,7 +103,6 @@ def kill_uid(lease, reap=False):
         if reap:  # only in the supervisor, whose children are all the learner's
             _reap_children()
         time.sleep(0.01)
-    return True
 
 
 def _reap_children():

@@ -16,8 +16,9 @@
  * (/services/course/...). Then the page asks that service for the signed-in
  * user and a hub token (window.courseHub(), also used by grader.js), starts the
  * user's server through the hub's API if it is not running, and runs the code
- * on /user/<name>/ with that token in an Authorization header (never in the
- * page's URL); the JupyterLab links go through /hub/user-redirect/.
+ * on it, at the URL the hub gives (its own origin, <name>.<hub domain>), with
+ * that token in an Authorization header and in the kernel WebSocket's URL
+ * (never in the page's URL); the JupyterLab links go through /hub/user-redirect/.
  */
 (function () {
   "use strict";
@@ -56,7 +57,6 @@
         })
         .then(function (s) {
           s.prefix = HUB_PREFIX;
-          s.server = HUB_PREFIX + "user/" + encodeURIComponent(s.user) + "/";
           s.headers = { Authorization: "token " + s.token };
           return s;
         });
@@ -72,7 +72,8 @@
     for (var i = 0; i < 300; i++) {
       var user = await (await fetch(api, { headers: s.headers })).json();
       var server = (user.servers || {})[""];
-      if (server && server.ready) { await serverCookie(s); return s; }
+      // The server's own origin (<name>.<hub domain>): its URL from the hub, absolute.
+      if (server && server.ready) { s.server = new URL(server.url, window.location.href).href; return s; }
       if (!server || !server.pending) {
         var started = await fetch(api + "/server", { method: "POST", headers: s.headers });
         if (!started.ok && started.status !== 400) throw new Error("the hub did not start your server (HTTP " + started.status + ")");
@@ -81,25 +82,6 @@
       await new Promise(function (r) { setTimeout(r, 1000); });
     }
     throw new Error("your server did not start in time");
-  }
-
-  /* Kernels talk over a WebSocket, and a browser's WebSocket can send neither an
-   * Authorization header nor (Chromium) the Sec-Fetch-Mode header JupyterHub wants
-   * before it reads a token from the URL: the server knows the socket by its
-   * sign-in cookie. A hidden frame visits the server once, which goes through
-   * the hub's OAuth (no password: the user is signed in to the hub) and leaves
-   * that cookie; what the frame lands on (404: the file does not exist) is not used. */
-  function serverCookie(s) {
-    return new Promise(function (resolve) {
-      var frame = document.createElement("iframe");
-      frame.hidden = true;
-      frame.title = "signing in to your JupyterLab server";
-      frame.src = s.server + "files/course-run-sign-in";
-      var done = function () { frame.remove(); resolve(); };
-      frame.onload = done;
-      setTimeout(done, 60000);
-      document.body.appendChild(frame);
-    });
   }
 
   var host = window.location.hostname || DEFAULTS.host;
@@ -218,7 +200,7 @@
       var base = BASE, token = TOKEN;
       if (HUB) {
         var session = await hubServer(status);
-        base = window.location.origin + session.server.replace(/\/$/, "");
+        base = session.server;  // with its trailing slash: thebe appends "api/..." to it
         token = session.token;
       }
       status.textContent = "Starting a Python kernel on " + base + "...";

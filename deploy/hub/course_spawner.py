@@ -2,7 +2,7 @@
 
 :class:`CourseSpawner` is JupyterHub's :class:`~jupyterhub.spawner.LocalProcessSpawner`
 (each learner's server runs as that learner's system user, in their home) with
-two additions, both only when the hub runs as root:
+three additions, all only when the hub runs as root:
 
 * **A private mount namespace** (:func:`confine`, run in the forked child before
   it drops to the learner's uid). The course's Python lives where learners
@@ -14,6 +14,8 @@ two additions, both only when the hub runs as root:
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
+* **Nothing outlives the server**: when it stops, every process of the
+  learner's user is killed (:meth:`CourseSpawner.stop`).
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start: the lessons and released exercises copied by
   ``scripts/jupyter_local.py``'s ``build_workspace`` (a notebook the learner
@@ -33,6 +35,8 @@ import tempfile
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
+
+from autograder.sandbox.uids import end_uid
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -120,6 +124,13 @@ class CourseSpawner(LocalProcessSpawner):
     async def start(self):
         await asyncio.to_thread(self.lay_workspace)
         return await super().start()
+
+    async def stop(self, now=False):
+        """Stop the server, then every process of the learner's user: nothing a learner
+        started (``setsid nohup``, a daemon) outlives their server."""
+        await super().stop(now=now)
+        if os.geteuid() == 0:
+            await asyncio.to_thread(end_uid, pwd.getpwnam(self.user.name).pw_uid)
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""

@@ -17,9 +17,19 @@ grading service shows the class to. No password or secret is in this file:
 the hub's cookie secret and database are made in ``$HUB_STATE`` (default
 ``.hub-state/``, mode 0700, gitignored), so a restart keeps every sign-in.
 
-Ports (environment; defaults in ``autograder/defaults.py``): ``PORT`` (public),
-``HOST``, ``HUB_API_PORT`` (the hub's own API), ``PROXY_API_PORT`` (the proxy's
-API), ``GRADER_PORT``, ``SITE_PORT`` (the course site behind the proxy).
+One origin per learner (JupyterHub's ``subdomain_host``): the hub and the
+course's services are at ``http://HUB_DOMAIN:PORT`` (default
+``http://localhost``), each learner's server at
+``http://<name>.HUB_DOMAIN:PORT/user/<name>/``. What a learner's server serves
+(a file in their home, an extension they installed) runs on their own origin:
+it cannot read the hub's or the course's cookies, pages or tokens.
+
+Ports (environment; defaults in ``autograder/defaults.py``, ``HUB_ENVIRONMENT``):
+``PORT`` (public), ``HOST``, ``HUB_API_PORT`` (the hub's own API),
+``PROXY_API_PORT`` (the proxy's API), ``GRADER_PORT``, ``SITE_PORT`` (the course
+site behind the proxy). All are privileged by default, so no learner's process
+can listen on one, not even while its server restarts; a port chosen at or above
+``net.ipv4.ip_unprivileged_port_start`` is warned about at start.
 """
 import grp
 import os
@@ -31,14 +41,15 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))  # course_spawner
 sys.path.insert(0, str(REPO))  # autograder.defaults
 import course_spawner  # noqa: E402
-from autograder.defaults import setting  # noqa: E402
+from autograder.defaults import hub_public_url, hub_setting as setting  # noqa: E402
+from jupyterhub.utils import subdomain_hook_idna  # noqa: E402
 
 c = get_config()  # noqa: F821
 
 env = os.environ.get
 HOST = setting("HOST")
 PORT = int(setting("PORT"))
-PUBLIC = f"http://{HOST}:{PORT}"
+PUBLIC = hub_public_url()  # what browsers open
 STATE = Path(env("HUB_STATE", str(REPO / ".hub-state"))).resolve()
 STATE.mkdir(mode=0o700, parents=True, exist_ok=True)
 STATE.chmod(0o700)
@@ -47,7 +58,17 @@ INSTRUCTORS = env("HUB_INSTRUCTORS_GROUP", "course-instructors")
 PYTHON = sys.executable  # the venv's interpreter (reachable by learners: course_spawner)
 
 # -- the hub, its proxy, its state ---------------------------------------------
-c.JupyterHub.bind_url = PUBLIC
+c.JupyterHub.bind_url = f"http://{HOST}:{PORT}"
+c.JupyterHub.subdomain_host = PUBLIC
+
+
+def _origin_of(name, domain, kind):
+    """A learner's server on ``<name>.<domain>`` (JupyterHub's own naming); the course's
+    two services stay on the hub's origin, where no learner content is ever served."""
+    return domain if kind == "service" else subdomain_hook_idna(name, domain, kind)
+
+
+c.JupyterHub.subdomain_hook = _origin_of
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(setting("HUB_API_PORT"))
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
@@ -95,7 +116,13 @@ c.Spawner.http_timeout = 120
 c.Spawner.start_timeout = 180
 # $JUPYTERHUB_API_TOKEN in the learner's kernels: the submit cell sends it to the grader
 c.Spawner.server_token_scopes = ["users:activity!user", "access:services!service=grader"]
+# The course pages (on the hub's origin) run lesson code on the learner's server (its
+# own origin) with the page's hub token: in an Authorization header, and for the
+# kernel's WebSocket in its URL (browsers' WebSockets can send no header, and
+# Chromium sends no Sec-Fetch-Mode that JupyterHub would look for instead).
+c.Spawner.args = [f"--ServerApp.allow_origin={PUBLIC}"]
 c.Spawner.environment = {
+    "JUPYTERHUB_ALLOW_TOKEN_IN_URL": "1",
     "GRADER_URL": f"{PUBLIC}/services/grader",
     "JAX_PLATFORMS": "cpu",
     "MPLBACKEND": "module://matplotlib_inline.backend_inline",
@@ -136,3 +163,21 @@ c.JupyterHub.services = [
 ]
 # The hub's home page opens the course site.
 c.JupyterHub.default_url = "/services/course/"
+
+
+def _unprivileged(ports):
+    """The ``{name: port}`` a learner's process could listen on (at or above the
+    kernel's first unprivileged port)."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_unprivileged_port_start").read_text())
+    except (OSError, ValueError):
+        first = 1024
+    return {name: port for name, port in ports.items() if port >= first}
+
+
+_open = _unprivileged({n: int(setting(n)) for n in ("PORT", "HUB_API_PORT", "PROXY_API_PORT",
+                                                    "GRADER_PORT", "SITE_PORT")})
+if _open:
+    print(f"==> WARNING: {', '.join(f'{n}={p}' for n, p in _open.items())}: a learner's process "
+          "can listen on these ports while the server behind one restarts (keep them below "
+          "1024, the defaults)", file=sys.stderr, flush=True)

@@ -144,13 +144,13 @@ def test_no_server_outlives_a_killed_serve(built_site):
 
 
 def test_a_stop_signal_only_sets_a_flag():
-    """serve.py's handler raises nothing: an exception raised at whatever line the signal
+    """The launchers' handler (scripts/stopping.py) raises nothing: an exception raised at whatever line the signal
     lands on could leave a ``Popen``'s wait lock taken (inside ``poll``), and the cleanup's
     ``wait()`` then blocked for good (``make serve`` hanging on Ctrl-C under load)."""
-    code = ("import os, signal, sys; sys.path.insert(0, 'scripts'); import serve\n"
-            "for sig in serve.STOP_SIGNALS: signal.signal(sig, serve._stop)\n"
+    code = ("import os, signal, sys; sys.path.insert(0, 'scripts'); import stopping\n"
+            "stopping.on_stop_signals()\n"
             "os.kill(os.getpid(), signal.SIGINT)\n"
-            "print('went on', serve.STOPPING.is_set(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
+            "print('went on', stopping.STOPPING.is_set(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "went on True True", done.stderr

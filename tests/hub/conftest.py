@@ -33,10 +33,16 @@ from tests.conftest import REPO
 WAIT_S = 600  # give-up time for servers, not a timing assertion
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_privileged_port() -> int:
+    """A free port below 1024, as ``make hub`` uses by default (no learner can listen there)."""
+    for port in random.sample(range(600, 1000), 400):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below 1024")
 
 
 @dataclass
@@ -50,27 +56,28 @@ class Hub:
 
     def __init__(self, root: Path, env: dict):
         self.root, self.env, self.proc = root, env, None
-        self.public = f"http://127.0.0.1:{env['PORT']}"
+        self.public = f"http://localhost:{env['PORT']}"  # make hub: HUB_DOMAIN localhost
         self.log_path = root / "hub.log"
 
     def url(self, path: str) -> str:
         return self.public + path
 
     def start(self):
+        """``make hub``, until it says its URL (only once the course site and the grading
+        service answer through the proxy, as a user waits for it)."""
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(["make", "hub"], cwd=REPO, env=self.env, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + WAIT_S
+        said = f"==> the course hub is running: {self.public}/"
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 pytest.fail(f"make hub exited ({self.proc.returncode}):\n{self.log()}")
-            try:
-                if requests.get(self.url("/services/grader/api/health"), timeout=5).ok:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(1)
-        pytest.fail(f"the hub did not answer:\n{self.log()}")
+            if said in self.log_path.read_text(errors="replace")[offset:]:
+                return
+            time.sleep(0.5)
+        pytest.fail(f"make hub did not say its URL:\n{self.log()}")
 
     def stop(self):
         """SIGTERM to make and the hub (as Ctrl-C would); wait until all of it is gone."""
@@ -168,9 +175,12 @@ def hub(accounts, released_course, tmp_path_factory):
     root = tmp_path_factory.mktemp("hub")
     course = root / "course"
     shutil.copytree(released_course, course)
-    env = dict(os.environ, PORT=str(free_port()), HUB_API_PORT=str(free_port()),
-               PROXY_API_PORT=str(free_port()), GRADER_PORT=str(free_port()),
-               SITE_PORT=str(free_port()), HUB_STATE=str(root / "state"),
+    ports = set()
+    while len(ports) < 5:
+        ports.add(free_privileged_port())
+    public, hub_api, proxy_api, grader, site = (str(p) for p in ports)
+    env = dict(os.environ, PORT=public, HUB_API_PORT=hub_api, PROXY_API_PORT=proxy_api,
+               GRADER_PORT=grader, SITE_PORT=site, HUB_STATE=str(root / "state"),
                GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
                GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
                HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])

@@ -109,3 +109,16 @@ def test_the_instructor_sees_the_class_and_downloads_its_csv(hub, sign_in):
                              "score", "max_score"]
     assert float(ours[ada.name]["score"]) == 10.0
     assert float(ours[bob.name]["score"]) == float(learners[bob.name]["latest"])
+
+
+def test_refused_requests_never_cost_another_learner_a_503(hub, sign_in):
+    """Unsigned POSTs (refused before their body is read) interleaved with a signed-in
+    learner's polls, all through the hub's proxy: every poll is answered by the service."""
+    ada = sign_in("ada")
+    body = {"exercise": "update_with_donate", "notebook": {"cells": []}}
+    statuses = []
+    for _ in range(100):
+        refused = requests.post(hub.url("/services/grader/api/submissions"), json=body, timeout=60)
+        assert refused.status_code == 403, refused.text[:300]
+        statuses.append(ada.grader("GET", "api/submissions").status_code)
+    assert set(statuses) == {200}, statuses

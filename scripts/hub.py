@@ -1,0 +1,64 @@
+"""Start JupyterHub for a class (``make hub``), say its URL once the course site and
+the grading service both answer through its proxy, stop it on Ctrl-C.
+
+The hub runs in this process group, so a Ctrl-C reaches it directly; SIGTERM and
+SIGHUP are passed on. The hub's log is the terminal's, as JupyterHub prints it.
+Configuration: ``deploy/hub/jupyterhub_config.py``; ports and the hub's domain come
+from the environment, defaults from ``autograder.defaults.HUB_ENVIRONMENT``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from stopping import STOPPING, http_status, on_stop_signals
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+from autograder.defaults import hub_public_url, hub_setting  # noqa: E402
+
+READY_S = 900  # give-up time for the services (the grader imports JAX first)
+
+
+def answered(path: str, want) -> bool:
+    """Whether ``path`` answers through the proxy as ``want(status, location)`` says (asked
+    on loopback with the hub's own Host header: the proxy routes by host)."""
+    port, host = hub_setting("PORT"), hub_public_url().split("://", 1)[1]
+    status = http_status(f"http://127.0.0.1:{port}{path}", host)
+    return status is not None and want(status)
+
+
+def ready() -> bool:
+    """The grading service answers its health check, and the course site (not the hub
+    standing in for it) answers a page: with the redirect into the hub's sign-in."""
+    return answered("/services/grader/api/health", lambda s: s == 200) and \
+        answered("/services/course/book/intro.html", lambda s: s == 302)
+
+
+def main() -> int:
+    on_stop_signals()
+    hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
+                            str(REPO / "deploy" / "hub" / "jupyterhub_config.py")])
+    deadline, said = time.monotonic() + READY_S, False
+    while hub.poll() is None:
+        if STOPPING.is_set():
+            hub.send_signal(signal.SIGTERM)  # (a Ctrl-C reached it already; SIGTERM is the same)
+            break
+        if not said and ready():
+            print(f"==> the course hub is running: {hub_public_url()}/ (sign in with an account of "
+                  "this machine; Ctrl-C stops it)", flush=True)
+            said = True
+        elif not said and time.monotonic() > deadline:
+            print(f"==> the course site or the grading service did not answer through the hub "
+                  f"within {READY_S} s; see the hub's log above", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(0.5)
+    return hub.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
