@@ -9,6 +9,7 @@ a freshly released copy of the course live in a temporary folder.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
@@ -168,11 +169,11 @@ def _kill_user(name):
                 pass
 
 
-@pytest.fixture(scope="package")
-def hub(accounts, released_course, tmp_path_factory):
-    """The running hub (``make hub`` with free ports and this run's groups)."""
+@contextlib.contextmanager
+def running_hub(accounts, released_course, root, **extra):
+    """``make hub`` with free ports, this run's groups and a fresh course in ``root``;
+    ``extra`` sets more of its environment (``GRADER_JOBS="0"``: an API-only grader)."""
     _, groups = accounts
-    root = tmp_path_factory.mktemp("hub")
     course = root / "course"
     shutil.copytree(released_course, course)
     ports = set()
@@ -184,12 +185,20 @@ def hub(accounts, released_course, tmp_path_factory):
                GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
                GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
                HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
+    env.update(extra)
     hub = Hub(root, env)
     try:
         hub.start()
         yield hub
     finally:
         hub.stop()
+
+
+@pytest.fixture(scope="package")
+def hub(accounts, released_course, tmp_path_factory):
+    """The running hub (``make hub`` with free ports and this run's groups)."""
+    with running_hub(accounts, released_course, tmp_path_factory.mktemp("hub")) as running:
+        yield running
 
 
 class Signed:
