@@ -281,7 +281,7 @@ class Store:
         oldest first; ``result`` parsed when done (the hub's listings and class view)."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.started_at,
-                s.finished_at, s.result]
+                s.finished_at, s.replaced_by, s.result]
         query = select(*cols).order_by(s.seq)
         if learner is not None:
             query = query.where(s.learner == learner)

@@ -122,3 +122,24 @@ def test_refused_requests_never_cost_another_learner_a_503(hub, sign_in):
         assert refused.status_code == 403, refused.text[:300]
         statuses.append(ada.grader("GET", "api/submissions").status_code)
     assert set(statuses) == {200}, statuses
+
+
+def test_a_quick_resubmit_keeps_the_listing_and_the_class_view(hub, sign_in):
+    """A submission replaced while queued (the learner sent a newer one) is listed as
+    replaced, with its successor; the learner's and the instructor's views still answer."""
+    ada, ins = sign_in("ada"), sign_in("ins")
+    course = course_of(hub)
+    slow = notebook(course, "reference")
+    answer = next(c for c in slow["cells"] if c["metadata"].get("nbgrader", {}).get("solution"))
+    answer["source"] = "import time\ntime.sleep(4)\n" + "".join(answer["source"])
+    running = ada.submit(slow)
+    queued = ada.submit(notebook(course, "no_donation"))  # waits: ada is being graded
+    newer = ada.submit(notebook(course, "reference"))  # replaces the queued one
+    listed = ada.grader("GET", "api/submissions")
+    assert listed.status_code == 200, listed.text[:500]
+    by_id = {s["id"]: s for s in listed.json()["submissions"]}
+    assert (by_id[queued]["status"], by_id[queued]["replaced_by"]) == ("replaced", newer)
+    ada.wait_done(running), ada.wait_done(newer)
+    for path in ("", "api/class"):
+        assert ins.grader("GET", path).status_code == 200
+    assert ada.grader("GET", "").status_code == 200
