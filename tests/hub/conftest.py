@@ -158,6 +158,27 @@ def accounts():
             subprocess.run(["groupdel", group], capture_output=True)
 
 
+@pytest.fixture(scope="package")
+def class_of_30(accounts):
+    """Thirty more learners (system users in this run's learners group): ``[Account]``."""
+    _, groups = accounts
+    tag = secrets.token_hex(2)
+    made = []
+    try:
+        for i in range(30):
+            account = Account(f"c{tag}{i:02d}", secrets.token_urlsafe(12))
+            _run("adduser", "--disabled-password", "--gecos", "", "--quiet", account.name)
+            made.append(account)
+            subprocess.run(["chpasswd"], input=f"{account.name}:{account.password}\n",
+                           text=True, check=True)
+            _run("adduser", "--quiet", account.name, groups["learners"])
+        yield made
+    finally:
+        for account in made:
+            _kill_user(account.name)
+            subprocess.run(["userdel", "-r", account.name], capture_output=True)
+
+
 def _kill_user(name):
     """End whatever a test user still runs (their server, kernels), by pid."""
     uid = pwd.getpwnam(name).pw_uid
