@@ -93,6 +93,11 @@ CLI_TIMEOUT_S = 60.0
 MEMORY_MIB = 4096
 """Address-space limit per submission, in MiB (``--memory-mib``, ``GRADER_MEMORY_MIB``)."""
 
+RECORDED_RULES = ("best", "latest")
+RECORDED = "best"
+"""Which graded submission is a learner's grade (``GRADER_RECORDED``): ``best`` or
+``latest`` (see ``autograder/service/recorded.py`` for why best is the default)."""
+
 # -- the commands behind make book and make release ----------------------------------
 SITE_BUILD = ("jupyter-book", "build", ".", "--warningiserror", "--nitpick", "--keep-going",
               "--builder", "html")
@@ -111,6 +116,7 @@ ENVIRONMENT = {
     "GRADER_MAX_QUEUE": MAX_QUEUE, "GRADER_HEADER_TIMEOUT": HEADER_TIMEOUT_S,
     "GRADER_BODY_TIMEOUT": BODY_TIMEOUT_S, "GRADER_TIMEOUT": SERVICE_TIMEOUT_S,
     "GRADER_MEMORY_MIB": MEMORY_MIB, "GRADER_LEASE": LEASE_S, "GRADER_SLOT_BASE": SLOT_BASE,
+    "GRADER_RECORDED": RECORDED,
 }
 """Environment variable -> its default, for every default the environment can change."""
 

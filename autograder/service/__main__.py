@@ -86,6 +86,7 @@ def main(argv=None):
     settings = Settings(identity=identity, prefix=identity.prefix if identity else "/",
                         max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
                         memory_mib=args.memory_mib, address=f"http://{args.host}:{args.port}",
+                        recorded=args.recorded,
                         # dict.fromkeys: each once, in order (HOST is usually 127.0.0.1 itself)
                         origins=tuple(dict.fromkeys(o.strip().rstrip("/") for o in args.origins.split(",")
                                                     if o.strip())))

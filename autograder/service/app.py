@@ -60,6 +60,7 @@ class Settings:
     address: str = ""  # where this service listens, http://host:port (GET /api/config)
     identity: object = None  # None: the learner is who the request says (make serve)
     prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
+    recorded: str = defaults.RECORDED  # which graded submission is a grade (recorded.py)
 
 
 class Refused(tornado.web.HTTPError):

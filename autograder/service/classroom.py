@@ -27,6 +27,7 @@ from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder import pipeline
 from autograder.service.app import Base, Refused, describe
+from autograder.service.recorded import recorded, score
 
 
 def listing(store, person, learner=None):
@@ -43,21 +44,26 @@ def _public(row):
                          finished_at=row["finished_at"] or 0))
 
 
-def summary(store):
-    """The class view: ``{exercise: {"max_score", "learners": {...}, "checks": [...]}}``.
+def summary(store, rule):
+    """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
+    "checks": [...]}}``.
 
-    For each learner: ``submissions`` (count, graded or not), ``latest`` and
-    ``best`` score among graded ones, ``latest_id`` and ``feedback`` (the
-    latest result's tests: name, status, score, output). For each check:
+    For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
+    grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
+    ``recorded_id``, ``latest`` and ``best`` score among graded ones, ``latest_id``
+    and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
     and ``pass_rate`` = passed / learners.
     """
-    view, latest = {}, {}  # latest: exercise -> {learner: GradingResult}
+    view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
     for row in store.submissions():
-        ex = view.setdefault(row["exercise"], {"max_score": None, "learners": {}, "checks": []})
+        ex = view.setdefault(row["exercise"], {"max_score": None, "recorded_rule": rule,
+                                               "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row["learner"], {
-            "submissions": 0, "latest": None, "best": None, "latest_id": None, "feedback": []})
+            "submissions": 0, "recorded": None, "recorded_id": None, "latest": None,
+            "best": None, "latest_id": None, "feedback": []})
         who["submissions"] += 1
+        rows_of.setdefault((row["exercise"], row["learner"]), []).append(row)
         if row["status"] != "done" or row["result"] is None:
             continue
         result = pipeline.stored(row["result"], row["exercise"])
@@ -67,6 +73,11 @@ def summary(store):
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
+    for (exercise, learner), rows in rows_of.items():
+        keep = recorded(rows, rule)
+        if keep is not None:
+            who = view[exercise]["learners"][learner]
+            who["recorded"], who["recorded_id"] = score(keep), keep["id"]
     for exercise, ex in view.items():
         graded = list(latest.get(exercise, {}).values())
         for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
@@ -101,7 +112,7 @@ class _Instructors(Base):
 
 class Class(_Instructors):
     def get(self):
-        self.send(200, {"exercises": summary(self.store)})
+        self.send(200, {"exercises": summary(self.store, self.settings_.recorded)})
 
 
 class ClassCsv(_Instructors):
@@ -122,7 +133,7 @@ class Page(Base):
         if who.instructor:
             parts.append('<p><a href="api/class.csv" download>Download the class CSV '
                          "(nbgrader export's columns)</a></p>")
-            for exercise, ex in sorted(summary(self.store).items()):
+            for exercise, ex in sorted(summary(self.store, self.settings_.recorded).items()):
                 parts.append(_class_html(exercise, ex))
         for sub in listing(self.store, who)["submissions"]:
             parts.append(_submission_html(sub))
@@ -134,14 +145,15 @@ class Page(Base):
 def _class_html(exercise, ex):
     rows = "".join(
         f"<tr><th scope=\"row\">{escape(name)}</th><td>{w['submissions']}</td>"
-        f"<td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
+        f"<td>{_num(w['recorded'])}</td><td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
         + "; ".join(escape(f"{t['name']}: {t['output']}") for t in w["feedback"]
                     if t["status"] != "passed") + "</td></tr>"
         for name, w in sorted(ex["learners"].items()))
     checks = "".join(f"<tr><th scope=\"row\">{escape(c['name'])}</th><td>{c['passed']} / "
                      f"{c['learners']} ({c['pass_rate']:.0%})</td></tr>" for c in ex["checks"])
     return (f"<h2>{escape(exercise)} (out of {_num(ex['max_score'])})</h2><table><thead><tr>"
-            "<th>learner</th><th>submissions</th><th>latest</th><th>best</th>"
+            f"<th>learner</th><th>submissions</th><th>recorded ({escape(ex['recorded_rule'])})</th>"
+            "<th>latest</th><th>best</th>"
             f"<th>failed checks (latest)</th></tr></thead><tbody>{rows}</tbody></table>"
             f"<table><thead><tr><th>check</th><th>passed (latest submissions)</th></tr></thead>"
             f"<tbody>{checks}</tbody></table>")

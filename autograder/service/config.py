@@ -34,6 +34,10 @@ def parser(prog, description):
     p.add_argument("--course", default=env("GRADER_COURSE", str(REPO / "exercises")),
                    help="GRADER_COURSE: nbgrader course folder (its gradebook.db with SQLite, "
                         "and submitted/)")
+    p.add_argument("--recorded", choices=defaults.RECORDED_RULES, default=defaults.setting("GRADER_RECORDED"),
+                   help=f"GRADER_RECORDED: which graded submission is a learner's grade, in the "
+                        f"gradebook, the CSV and the class view: best or latest "
+                        f"(default {defaults.RECORDED})")
     return p
 
 
@@ -103,6 +107,7 @@ def start_grading(args, store, mirror):
     # One zygote for the process's lifetime, with every exercise's imports loaded.
     pipeline.prepare(exercises.names())
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
-    grading = GradingThreads(store, mirror, limits, args.jobs, args.slot_base, args.lease)
+    grading = GradingThreads(store, mirror, limits, args.jobs, args.slot_base, args.lease,
+                             args.recorded)
     grading.start()
     return grading

@@ -8,7 +8,8 @@ left untouched (and flagged for review if present), ``Comment.auto_comment``
 "No response." on an unattempted answer cell, and the submission timestamp.
 formgrader and ``nbgrader export`` then read these grades like any others.
 
-nbgrader keeps one submission per learner and exercise: the newest one counts.
+nbgrader keeps one submission per learner and exercise: the service writes the
+recorded one there (``recorded.py``: the best by default, or the latest).
 The notebook itself is also written to ``submitted/<learner>/<exercise>/`` with
 nbgrader's ``timestamp.txt``, so ``nbgrader autograde`` can re-check it.
 """

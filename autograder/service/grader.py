@@ -25,7 +25,8 @@ import traceback
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import pipeline
+from autograder import defaults, pipeline
+from autograder.service.recorded import recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
@@ -67,8 +68,10 @@ def _alive(pid):
 class GradingThreads:
     """``jobs`` grading threads on slots ``slot_base .. slot_base + jobs - 1``."""
 
-    def __init__(self, store, mirror, limits, jobs=2, slot_base=100, lease=LEASE):
+    def __init__(self, store, mirror, limits, jobs=2, slot_base=100, lease=LEASE,
+                 rule=defaults.RECORDED):
         self.store, self.mirror, self.limits, self.lease = store, mirror, limits, lease
+        self.rule = rule  # which graded submission the gradebook holds (recorded.py)
         self.slots = [slot_base + i for i in range(max(1, jobs))]
         self.name = process_name()
         self.work = threading.Condition()
@@ -216,23 +219,25 @@ class GradingThreads:
                 failing = str(exc)
 
     def sync_once(self):
-        """Mirror every done, unsynced submission; the newest per learner wins.
+        """Mirror each learner's recorded submission (``self.rule``, recorded.py) of every
+        exercise with newly graded submissions; the others are marked superseded.
 
-        A row that cannot be written stays unsynced (retried later) without
+        A pair that cannot be written stays unsynced (retried later) without
         holding up the others; the first such error is raised at the end.
         """
         errors = []
-        for row in self.store.unsynced():
+        pairs = dict.fromkeys((r["learner"], r["exercise"]) for r in self.store.unsynced())
+        for learner, exercise in pairs:
             if self.stopping.is_set():
                 return
-            if row["seq"] < self.store.newest_recorded(row["learner"], row["exercise"]):
-                self.store.mark_gradebook(row["id"], "superseded")
-                continue
-            try:
-                self.mirror.record(row)
-            except Exception as exc:  # retried on a later round
-                errors.append(exc)
-                continue
-            self.store.mark_gradebook(row["id"], "recorded")
+            rows = self.store.graded(learner, exercise)
+            keep = recorded(rows, self.rule)
+            if keep["gradebook"] != "recorded":
+                try:
+                    self.mirror.record(keep)
+                except Exception as exc:  # retried on a later round
+                    errors.append(exc)
+                    continue
+            self.store.mark_recorded(learner, exercise, keep["id"])
         if errors:
             raise errors[0]

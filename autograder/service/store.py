@@ -422,19 +422,26 @@ class Store:
                 s.status == "done", s.gradebook.is_(None)).order_by(s.seq)).mappings().all()
         return [dict(r, result=json.loads(r["result"])) for r in rows]
 
-    def newest_recorded(self, learner, exercise):
-        """``seq`` of the newest submission already written to the gradebook, or 0."""
+    def graded(self, learner, exercise):
+        """``learner``'s graded submissions of ``exercise``, oldest first, as the mirror
+        writes them (notebook, result parsed, ``gradebook`` state)."""
         s = submissions.c
         with self._read() as conn:
-            return conn.execute(select(func.coalesce(func.max(s.seq), 0)).where(
-                s.learner == learner, s.exercise == exercise,
-                s.gradebook == "recorded")).scalar()
+            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.status, s.notebook,
+                                       s.submitted_at, s.result, s.gradebook).where(
+                s.learner == learner, s.exercise == exercise, s.status == "done")
+                .order_by(s.seq)).mappings().all()
+        return [dict(r, result=json.loads(r["result"])) for r in rows]
 
-    def mark_gradebook(self, sub_id, state):
-        """``state``: ``recorded`` or ``superseded`` (a newer submission is there)."""
+    def mark_recorded(self, learner, exercise, sub_id):
+        """``sub_id`` is in the gradebook as ``learner``'s grade for ``exercise``; every
+        other graded submission of theirs for it is ``superseded``."""
+        s = submissions.c
+        mine = and_(s.learner == learner, s.exercise == exercise, s.status == "done")
         with self.engine.begin() as conn:
-            conn.execute(update(submissions).where(submissions.c.id == sub_id)
-                         .values(gradebook=state))
+            conn.execute(update(submissions).where(mine, s.id != sub_id)
+                         .values(gradebook="superseded"))
+            conn.execute(update(submissions).where(s.id == sub_id).values(gradebook="recorded"))
 
 
 def _migrate(conn):

@@ -32,10 +32,11 @@ def test_pass_rates_and_feedback_come_from_the_latest_results(store):
     _graded(store, "ada", set())
     ada_id, ada = _graded(store, "ada", set(names))  # ada's latest: everything passed
     bob_id, bob = _graded(store, "bob", {names[0]}, typed=False)  # stored as Gradescope's dict
-    view = summary(store)[ASSIGNMENT]
-    assert view["max_score"] == ada.max_score
+    view = summary(store, "best")[ASSIGNMENT]
+    assert view["max_score"] == ada.max_score and view["recorded_rule"] == "best"
     assert view["learners"]["ada"] == {
-        "submissions": 2, "latest": ada.score, "best": ada.score, "latest_id": ada_id,
+        "submissions": 2, "recorded": ada.score, "recorded_id": ada_id,
+        "latest": ada.score, "best": ada.score, "latest_id": ada_id,
         "feedback": [{k: t[k] for k in ("name", "status", "score", "max_score", "output")}
                      for t in ada.to_gradescope()["tests"]]}
     assert view["learners"]["bob"]["latest"] == bob.score
@@ -44,3 +45,14 @@ def test_pass_rates_and_feedback_come_from_the_latest_results(store):
     person = type("Person", (), {"name": "bob", "instructor": False})()
     [mine] = listing(store, person)["submissions"]
     assert (mine["id"], mine["result"]) == (bob_id, bob.to_gradescope())
+
+
+@pytest.mark.parametrize("rule,which", [("best", 0), ("latest", 1)])
+def test_the_recorded_grade_follows_the_rule(store, rule, which):
+    """10/10, then a worse attempt: best keeps the 10, latest records the worse one."""
+    names = [n for n, _, _ in hidden_tests(ASSIGNMENT)]
+    graded = [_graded(store, "ada", set(names)), _graded(store, "ada", {names[0]})]
+    ada = summary(store, rule)[ASSIGNMENT]["learners"]["ada"]
+    sub_id, result = graded[which]
+    assert (ada["recorded"], ada["recorded_id"]) == (result.score, sub_id)
+    assert (ada["best"], ada["latest"]) == (graded[0][1].score, graded[1][1].score)

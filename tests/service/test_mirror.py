@@ -2,6 +2,7 @@
 and the notebook nbgrader keeps is the stored one, byte for byte."""
 import json
 
+import pytest
 from nbgrader.api import Gradebook
 
 from autograder.judge import hidden_tests
@@ -10,6 +11,7 @@ from autograder.service.gradebook import Mirror
 from autograder.service.store import Caps, Store
 from tests.conftest import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
+from tests.service.conftest import notebook_with
 
 
 def test_scores_land_on_the_cells_their_grade_ids_name(course_template, tmp_path):
@@ -36,3 +38,20 @@ def test_scores_land_on_the_cells_their_grade_ids_name(course_template, tmp_path
     assert scores == {c.grade_id: float(c.score) for c in checks}
     saved = course / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     assert saved.read_bytes() == raw
+
+
+@pytest.mark.parametrize("rule,kept", [("best", 10.0), ("latest", 7.0)])
+def test_nbgrader_export_holds_the_recorded_grade(new_service, course_template, rule, kept):
+    """10/10, then a worse notebook: the gradebook (nbgrader export) holds the recorded
+    one, by the rule the service was started with; the submitted notebook is that one."""
+    service = new_service(jobs=1, recorded=rule).start()
+    first = service.submit("ada", notebook_with(course_template, "reference"))
+    service.wait_done([first])
+    second = service.submit("ada", notebook_with(course_template, "wrong_arithmetic"))
+    service.wait_done([second])
+    service.wait_gradebook([first, second])
+    assert float(service.export()["ada"]["raw_score"]) == kept
+    saved = (service.course / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert ("_sub = jax.jit" in saved) == (rule == "latest")  # wrong_arithmetic's answer
+    rows = service.rows()
+    assert {rows[first]["gradebook"], rows[second]["gradebook"]} == {"recorded", "superseded"}
