@@ -145,6 +145,10 @@ def submit(exercise: str) -> None:
                                                  **hub_headers()}), url)
     if not sent:
         return
+    if sent.get("late"):
+        print(f"Late: {sent['late']}.", flush=True)
+    elif sent.get("due"):
+        print(f"On time (due {sent['due'][:16].replace('T', ' ')} UTC).", flush=True)
     deadline = time.monotonic() + POLL_S
     while time.monotonic() < deadline:
         sub = _call(urllib.request.Request(f"{url}/api/submissions/{sent['id']}",

@@ -48,3 +48,11 @@ c.GenerateFeedback.preprocessors = [
 ]
 # Learners keep the notebook they were given; an edited read-only cell is
 # restored from the instructor's copy by nbgrader's OverwriteCells.
+# Deadlines are nbgrader's: a due date per assignment (`nbgrader db assignment add
+# NAME --duedate=...`, or `python -m autograder.service.deadlines due NAME WHEN`), an
+# extension per learner (`... deadlines extend NAME LEARNER HOURS`), and this late
+# policy, which `nbgrader autograde` and the grading service both apply:
+# none, zero (the default: late work is graded, and counts 0) or per_day.
+c.AssignLatePenalties.plugin_class = "autograder.late_policy.CourseLatePolicy"
+c.CourseLatePolicy.penalty_method = "zero"
+c.CourseLatePolicy.points_per_day = 1.0

@@ -314,10 +314,14 @@ class SubmissionsHandler(Base):
         if self.grading:
             self.grading.notify()
         wait = await self.wait_estimate(ahead + 1)
+        deadlines = self.application.settings["mirror"].deadlines
+        late = await self.db(deadlines.assess, learner, exercise, time.time(), 0.0)
         self.set_header("Location", f"{s.prefix}api/submissions/{sub_id}")
         self.send(202, {"id": sub_id, "status": "queued", "learner": learner,
                         "queue_position": ahead + 1,
-                        "estimated_wait_seconds": wait, "replaced": replaced})
+                        "estimated_wait_seconds": wait, "replaced": replaced,
+                        "due": late.due.isoformat() if late.due else None,
+                        "late": deadlines.words(late)})
 
     async def refusal(self, r, learner):
         """The :class:`Refused` for a queue cap, with an honest wait."""
@@ -353,6 +357,29 @@ class SubmissionsHandler(Base):
 
         self.send(200, await self.db(classroom.listing, self.store, self.person,
                                      self.get_argument("learner", None)))
+
+
+class DeadlineHandler(Base):
+    """``GET /api/deadline?exercise=E[&learner=L]``: when E is due for the learner (the
+    signed-in one under the hub; ``learner`` otherwise, default none: no extension),
+    as ISO UTC or null, and what lateness costs, in words."""
+
+    async def get(self):
+        exercise = self.get_argument("exercise", "")
+        if exercise not in self.settings_.exercises:
+            raise Refused(400, "unknown_exercise", f"unknown exercise {_echo(exercise)}; "
+                          f"known: {', '.join(self.settings_.exercises)}")
+        learner = self.person.name if self.person else self.get_argument("learner", "")
+        if learner and not is_learner_id(learner):
+            raise Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
+                          "letters, digits and . _ @ - (starting with a letter or digit)")
+        deadlines = self.application.settings["mirror"].deadlines
+        due = await self.db(deadlines.due, exercise, learner)
+        policy = deadlines.policy
+        self.send(200, {"exercise": exercise, "learner": learner or None,
+                        "due": due.isoformat() if due else None,
+                        "late_policy": policy.describe() if hasattr(policy, "describe") else
+                        policy.penalty_method})
 
 
 class SubmissionHandler(Base):
@@ -467,6 +494,7 @@ def make_app(store, grading, settings, mirror):
         (p + r"api/submissions/?", SubmissionsHandler),
         (p + r"api/submissions/([^/]+)", SubmissionHandler),
         (p + r"api/health", Health),
+        (p + r"api/deadline", DeadlineHandler),
         (p + r"api/config", Config),
         *extra,
         (r".*", NotFound),

@@ -27,7 +27,8 @@ from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder import pipeline
 from autograder.service.app import Base, Refused, describe
-from autograder.service.recorded import recorded, score
+from autograder.service.deadlines import Lateness
+from autograder.service.recorded import late_by, recorded, score
 
 
 def listing(store, person, learner=None):
@@ -44,13 +45,16 @@ def _public(row):
                          finished_at=row["finished_at"] or 0))
 
 
-def summary(store, rule):
+def summary(store, rule, deadlines=None):
     """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
     "checks": [...]}}``.
 
     For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
     grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
-    ``recorded_id``, ``latest`` and ``best`` score among graded ones, ``latest_id``
+    ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
+    recorded submission ``late_seconds`` and ``penalty`` (``deadlines``, a
+    :class:`~autograder.service.deadlines.Deadlines`; on time without it);
+    ``latest`` and ``best`` score among graded ones, ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
     and ``pass_rate`` = passed / learners.
@@ -60,7 +64,8 @@ def summary(store, rule):
         ex = view.setdefault(row["exercise"], {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row["learner"], {
-            "submissions": 0, "recorded": None, "recorded_id": None, "latest": None,
+            "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
+            "late_seconds": 0.0, "penalty": 0.0, "latest": None,
             "best": None, "latest_id": None, "feedback": []})
         who["submissions"] += 1
         rows_of.setdefault((row["exercise"], row["learner"]), []).append(row)
@@ -73,11 +78,16 @@ def summary(store, rule):
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
+    lateness = late_by(deadlines) if deadlines else (lambda row: Lateness())
     for (exercise, learner), rows in rows_of.items():
-        keep = recorded(rows, rule)
+        who = view[exercise]["learners"][learner]
+        due = deadlines.due(exercise, learner) if deadlines else None
+        who["due"] = due.isoformat() if due else None
+        keep = recorded(rows, rule, lateness)
         if keep is not None:
-            who = view[exercise]["learners"][learner]
-            who["recorded"], who["recorded_id"] = score(keep), keep["id"]
+            late = lateness(keep)
+            who["recorded"], who["recorded_id"] = score(keep) - late.penalty, keep["id"]
+            who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
     for exercise, ex in view.items():
         graded = list(latest.get(exercise, {}).values())
         for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
@@ -112,7 +122,8 @@ class _Instructors(Base):
 
 class Class(_Instructors):
     def get(self):
-        self.send(200, {"exercises": summary(self.store, self.settings_.recorded)})
+        self.send(200, {"exercises": summary(self.store, self.settings_.recorded,
+                                             self.application.settings["mirror"].deadlines)})
 
 
 class ClassCsv(_Instructors):
@@ -133,7 +144,9 @@ class Page(Base):
         if who.instructor:
             parts.append('<p><a href="api/class.csv" download>Download the class CSV '
                          "(nbgrader export's columns)</a></p>")
-            for exercise, ex in sorted(summary(self.store, self.settings_.recorded).items()):
+            view = summary(self.store, self.settings_.recorded,
+                           self.application.settings["mirror"].deadlines)
+            for exercise, ex in sorted(view.items()):
                 parts.append(_class_html(exercise, ex))
         for sub in listing(self.store, who)["submissions"]:
             parts.append(_submission_html(sub))

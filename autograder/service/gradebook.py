@@ -21,6 +21,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import pipeline
 from autograder.results import atomic_write
+from autograder.service.deadlines import Deadlines
 
 
 class NotReady(Exception):
@@ -40,6 +41,16 @@ class Mirror:
         self.course = Path(course_dir)
         self.sqlite = url is None
         self.url = f"sqlite:///{self.course / 'gradebook.db'}" if url is None else url
+        self._deadlines = None
+
+    @property
+    def deadlines(self):
+        """The course's :class:`~autograder.service.deadlines.Deadlines` (read from this
+        gradebook and the course's nbgrader_config.py; made on first use)."""
+        if self._deadlines is None:
+            self._deadlines = Deadlines(self.url, self.course, self.course / "gradebook.db"
+                                        if self.sqlite else None)
+        return self._deadlines
 
     def prepare(self):
         """Create nbgrader's tables in a shared database before the service's own.
@@ -54,8 +65,9 @@ class Mirror:
     def where(self):
         return str(self.course / "gradebook.db") if self.sqlite else "the service's database"
 
-    def record(self, row):
-        """Write one done submission (a :meth:`Store.unsynced` row) into the gradebook."""
+    def record(self, row, penalty=0.0):
+        """Write one done submission (a :meth:`Store.graded` row) into the gradebook, with
+        its late ``penalty`` in points (nbgrader's ``late_submission_penalty``)."""
         exercise, learner = row["exercise"], row["learner"]
         result = pipeline.stored(row["result"], exercise)
         if any(c.grade_id is None for c in result.checks):
@@ -71,6 +83,8 @@ class Mirror:
                 grade = gb.find_grade(check.grade_id, notebook, exercise, learner)
                 grade.auto_score = float(check.score)
                 grade.needs_manual_grade = grade.manual_score is not None
+            submitted = gb.find_submission_notebook(notebook, exercise, learner)
+            submitted.late_submission_penalty = penalty or None
             unattempted = result.status == "not attempted"
             for cell in gb.find_notebook(notebook, exercise).solution_cells:
                 comment = gb.find_comment(cell.name, notebook, exercise, learner)

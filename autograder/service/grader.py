@@ -26,7 +26,7 @@ import traceback
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults, pipeline
-from autograder.service.recorded import recorded
+from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
@@ -231,10 +231,11 @@ class GradingThreads:
             if self.stopping.is_set():
                 return
             rows = self.store.graded(learner, exercise)
-            keep = recorded(rows, self.rule)
+            lateness = late_by(self.mirror.deadlines)
+            keep = recorded(rows, self.rule, lateness)
             if keep["gradebook"] != "recorded":
                 try:
-                    self.mirror.record(keep)
+                    self.mirror.record(keep, lateness(keep).penalty)
                 except Exception as exc:  # retried on a later round
                     errors.append(exc)
                     continue

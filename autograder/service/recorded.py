@@ -3,14 +3,19 @@ recorded one. One rule, read by the gradebook mirror (what nbgrader's gradebook,
 ``nbgrader export`` and the class CSV hold) and by the class view, so all of them
 give the same number.
 
-The rule (``GRADER_RECORDED``, :data:`autograder.defaults.RECORDED`):
+The rule (``GRADER_RECORDED``, :data:`autograder.defaults.RECORDED`), with each
+submission's score after its late penalty (:mod:`autograder.service.deadlines`):
 
 * ``best`` (the default): the highest score; the newest among equal scores. A
   later, worse attempt (an experiment, the unedited notebook uploaded by mistake)
   never lowers a grade, so learners may resubmit freely; PrairieLearn's default.
-* ``latest``: the newest graded submission, whatever its score.
+  A late submission counts with its penalty (under the course's default policy,
+  zero: it never replaces an on-time grade).
+* ``latest``: the newest submission made before the deadline, whatever its score;
+  the newest late one (with its penalty) only when none was on time.
 """
 from autograder import defaults, pipeline
+from autograder.service.deadlines import Lateness
 
 RULES = defaults.RECORDED_RULES
 
@@ -20,15 +25,24 @@ def score(row):
     return float(pipeline.stored(row["result"], row["exercise"]).score)
 
 
-def recorded(rows, rule):
+def recorded(rows, rule, lateness=lambda row: Lateness()):
     """The row that counts among ``rows`` (one learner's submissions of one exercise:
     dicts with ``seq``, ``status``, ``result``, ``exercise``), or None when none is
-    graded. Raises ValueError for a rule not in :data:`RULES`."""
-    graded = [r for r in rows if r["status"] == "done" and r["result"] is not None]
+    graded. ``lateness(row)`` is the row's :class:`Lateness` (on time by default).
+    Raises ValueError for a rule not in :data:`RULES`."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r} for the recorded grade; one of {', '.join(RULES)}")
+    graded = [r for r in rows if r["status"] == "done" and r["result"] is not None]
     if not graded:
         return None
     if rule == "latest":
-        return max(graded, key=lambda r: r["seq"])
-    return max(graded, key=lambda r: (score(r), r["seq"]))
+        timely = [r for r in graded if not lateness(r).seconds]
+        return max(timely or graded, key=lambda r: r["seq"])
+    return max(graded, key=lambda r: (score(r) - lateness(r).penalty, r["seq"]))
+
+
+def late_by(deadlines):
+    """``lateness(row)`` for :func:`recorded` from a course's
+    :class:`~autograder.service.deadlines.Deadlines`."""
+    return lambda row: deadlines.assess(row["learner"], row["exercise"], row["submitted_at"],
+                                        score(row))

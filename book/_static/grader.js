@@ -102,6 +102,23 @@
     feedback.appendChild(list);
   }
 
+  /* The exercise's due date for this learner (extension included) and the late policy,
+   * from the grading service (nbgrader's gradebook); nothing shown without one. */
+  async function showDeadline(root, service, hub, who) {
+    try {
+      var auth = hub ? (await hub()).headers : {};
+      var query = "?exercise=" + encodeURIComponent(root.getAttribute("data-grader-exercise")) +
+        (who() ? "&learner=" + encodeURIComponent(who()) : "");
+      var reply = await fetch(service + "/api/deadline" + query, {headers: auth});
+      var d = reply.ok ? await reply.json() : null;
+      if (!d || !d.due) return;
+      var line = document.createElement("p");
+      line.className = "grader-deadline";
+      line.textContent = "Due " + d.due.slice(0, 16).replace("T", " ") + " UTC; " + d.late_policy + ".";
+      root.insertBefore(line, root.firstChild);
+    } catch (err) { /* no deadline shown: the form still works */ }
+  }
+
   function init(root) {
     root.classList.add("grader");
     if (!root.querySelector("form")) root.innerHTML = FORM; // fixed markup, no data in it
@@ -120,6 +137,8 @@
     } else if (learner) {
       try { learner.value = learner.value || localStorage.getItem("grader-learner") || ""; } catch (e) {}
     }
+
+    showDeadline(root, service, hub, function () { return hub ? "" : (LEARNER_GIVEN || (learner && learner.value.trim())); });
 
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
@@ -157,7 +176,8 @@
           await sleep(delay);
           delay = Math.min(2000, delay * 1.5);
         }
-        status.textContent = "Graded" + (hub ? " as " + sub.learner : "") + ". Submission id: " + sub.id;
+        status.textContent = "Graded" + (hub ? " as " + sub.learner : "") + ". Submission id: " + sub.id +
+          (sent.late ? ". Late: " + sent.late + "." : "");
         show(feedback, sub);
       } catch (err) {
         status.textContent = "Not graded: " + err.message;

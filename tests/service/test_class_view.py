@@ -35,7 +35,8 @@ def test_pass_rates_and_feedback_come_from_the_latest_results(store):
     view = summary(store, "best")[ASSIGNMENT]
     assert view["max_score"] == ada.max_score and view["recorded_rule"] == "best"
     assert view["learners"]["ada"] == {
-        "submissions": 2, "recorded": ada.score, "recorded_id": ada_id,
+        "submissions": 2, "recorded": ada.score, "recorded_id": ada_id, "due": None,
+        "late_seconds": 0.0, "penalty": 0.0,
         "latest": ada.score, "best": ada.score, "latest_id": ada_id,
         "feedback": [{k: t[k] for k in ("name", "status", "score", "max_score", "output")}
                      for t in ada.to_gradescope()["tests"]]}
