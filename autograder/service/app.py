@@ -44,6 +44,7 @@ MAX_DEPTH = 64  # JSON nesting levels; a notebook needs about 6
 # its own 503 page); a bigger one is refused from its Content-Length and cut off.
 DRAIN_BYTES = 256 * 2**20
 ECHO_CHARS = 80  # of a client's value quoted back in an error, at most
+POINTS_CHECK_S = 5.0  # how often the health check compares the gradebook's points
 log = logging.getLogger("autograder.service")
 
 
@@ -385,30 +386,51 @@ class DeadlineHandler(Base):
 class SubmissionHandler(Base):
     """``GET /api/submissions/<id>``: the submission's status and result."""
 
-    async def get(self, sub_id):
+    async def row(self, sub_id):
+        """The row of ``sub_id`` if this person may read it (the learner's own, or any for
+        an instructor; anyone holding the id without the hub), else 404."""
         row = await self.db(self.store.get, sub_id) if SUBMISSION_ID.match(sub_id) else None
         if row is not None and self.person and not (
                 self.person.instructor or row["learner"] == self.person.name):
             row = None  # someone else's: answered exactly like an unknown id
         if row is None:
             raise Refused(404, "not_found", "no submission with this id")
+        return row
+
+    async def get(self, sub_id):
+        row = await self.row(sub_id)
         data = describe(row)
         if row["status"] == "queued":
             data["estimated_wait_seconds"] = await self.wait_estimate(row["queue_position"])
         self.send(200, data)
 
 
+class SubmittedNotebook(SubmissionHandler):
+    """``GET /api/submissions/<id>/notebook``: the notebook as it was submitted (every
+    submission's, not only the one the gradebook keeps), to whom may read the submission."""
+
+    async def get(self, sub_id):
+        row = await self.row(sub_id)
+        raw = await self.db(self.store.notebook, row["id"])
+        self.set_header("Content-Type", "application/x-ipynb+json")
+        self.set_header("Content-Disposition",
+                        f'attachment; filename="{row["exercise"]}-{row["learner"]}-{row["id"][:8]}.ipynb"')
+        self.finish(raw)
+
+
 def describe(row):
     """The public view of one submission (only its holder knows the id)."""
-    done = row["status"] == "done" and row["result"] is not None
+    done = row["status"] in ("done", "regraded") and row["result"] is not None
     data = {"id": row["id"], "exercise": row["exercise"], "learner": row["learner"],
             "status": row["status"], "submitted_at": _iso(row["submitted_at"]),
             "result": pipeline.stored(row["result"], row["exercise"]).to_gradescope()
             if done else None}
     if row["status"] == "queued":
         data["queue_position"] = row["queue_position"]
-    if row["status"] == "replaced":
+    if row["status"] in ("replaced", "regraded"):
         data["replaced_by"] = row["replaced_by"]
+    if row.get("regrade"):
+        data["regrade"] = True  # an instructor's regrade of an earlier submission
     if row["status"] == "done":
         data["seconds"] = {
             "waiting": round(row["started_at"] - row["submitted_at"], 3),
@@ -422,9 +444,23 @@ def _iso(ts):
 
 
 class Health(Base):
-    """``GET /api/health``: 200 ``ok`` or 503 with ``problems`` in plain words."""
+    """``GET /api/health``: 200 ``ok`` or 503 with ``problems`` in plain words; and
+    ``warnings``, which keep it ok: where the gradebook's points differ from the
+    hidden tests' (read at most every :data:`POINTS_CHECK_S` seconds)."""
 
     open_to_all = True
+
+    def points_warnings(self):
+        """One sentence per exercise whose gradebook points and hidden tests disagree."""
+        cache = self.application.settings.setdefault("points_warnings", [0.0, []])
+        if time.monotonic() - cache[0] > POINTS_CHECK_S:
+            mirror = self.application.settings["mirror"]
+            cache[:] = [time.monotonic(), [
+                f"{ex}: the gradebook's points differ from the hidden tests' ({'; '.join(d)}): "
+                f"nbgrader export and the class CSV total the old points until you run "
+                f"python -m autograder.service.regrade {ex}"
+                for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]]
+        return cache[1]
 
     async def get(self):
         s = self.settings_
@@ -446,6 +482,7 @@ class Health(Base):
             if not workers and answer["waiting"]:
                 answer["problems"].append(f"no grading worker has reported in the last 30 s; "
                                           f"{answer['waiting']} submission(s) wait")
+        answer["warnings"] = await self.db(self.points_warnings)
         answer["ok"] = not answer["problems"]
         self.send(200 if answer["ok"] else 503, answer)
 
@@ -493,6 +530,7 @@ def make_app(store, grading, settings, mirror):
     return tornado.web.Application([
         (p + r"api/submissions/?", SubmissionsHandler),
         (p + r"api/submissions/([^/]+)", SubmissionHandler),
+        (p + r"api/submissions/([^/]+)/notebook", SubmittedNotebook),
         (p + r"api/health", Health),
         (p + r"api/deadline", DeadlineHandler),
         (p + r"api/config", Config),

@@ -21,6 +21,7 @@ hub's sign-in instead.
 import os
 import tempfile
 from html import escape
+from urllib.parse import quote
 
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
@@ -67,7 +68,7 @@ def summary(store, rule, deadlines=None):
             "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
             "late_seconds": 0.0, "penalty": 0.0, "latest": None,
             "best": None, "latest_id": None, "feedback": []})
-        who["submissions"] += 1
+        who["submissions"] += not row["regrade"]  # a regrade is not a submission of theirs
         rows_of.setdefault((row["exercise"], row["learner"]), []).append(row)
         if row["status"] != "done" or row["result"] is None:
             continue
@@ -136,10 +137,18 @@ class ClassCsv(_Instructors):
 
 
 class Page(Base):
-    """``GET <prefix>``: the learner's submissions, or the class (escaped HTML)."""
+    """``GET <prefix>``: the learner's submissions, or the class (escaped HTML); an
+    instructor's ``?learner=<name>``: that learner's whole history, each submission's
+    notebook and feedback."""
 
     def get(self):
         who = self.person
+        learner = self.get_argument("learner", None) if who.instructor else None
+        if learner:
+            subs = listing(self.store, who, learner)["submissions"]
+            self._page(f"<h1>Submissions of {escape(learner)}</h1>",
+                       *(_submission_html(sub) for sub in subs))
+            return
         parts = [f"<h1>Grades: {escape(who.name)}</h1>"]
         if who.instructor:
             parts.append('<p><a href="api/class.csv" download>Download the class CSV '
@@ -150,6 +159,9 @@ class Page(Base):
                 parts.append(_class_html(exercise, ex))
         for sub in listing(self.store, who)["submissions"]:
             parts.append(_submission_html(sub))
+        self._page(*parts)
+
+    def _page(self, *parts):
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish('<!doctype html><html lang="en"><head><meta charset="utf-8">'
                     "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
@@ -157,7 +169,8 @@ class Page(Base):
 
 def _class_html(exercise, ex):
     rows = "".join(
-        f"<tr><th scope=\"row\">{escape(name)}</th><td>{w['submissions']}</td>"
+        f"<tr><th scope=\"row\"><a href=\"?learner={quote(name)}\">{escape(name)}</a></th>"
+        f"<td>{w['submissions']}</td>"
         f"<td>{_num(w['recorded'])}</td><td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
         + "; ".join(escape(f"{t['name']}: {t['output']}") for t in w["feedback"]
                     if t["status"] != "passed") + "</td></tr>"
@@ -173,7 +186,8 @@ def _class_html(exercise, ex):
 
 
 def _submission_html(sub):
-    head = f"{escape(sub['exercise'])}, {escape(sub['submitted_at'])}: "
+    head = (f"{escape(sub['exercise'])}, {escape(sub['submitted_at'])} "
+            f"(<a href=\"api/submissions/{escape(sub['id'])}/notebook\" download>notebook</a>): ")
     result = sub["result"]
     if result is None:
         return f"<h2>{head}{escape(sub['status'])}</h2>"

@@ -92,6 +92,32 @@ class Mirror:
             gb.db.commit()
         self._write_notebook(exercise, learner, notebook, row["notebook"], when)
 
+    def points_disagree(self, exercise, fix=False):
+        """Where the gradebook's points for ``exercise`` differ from its hidden tests'
+        (``judge.hidden_tests``): ``["test_values: hidden tests 3, gradebook 2", ...]``;
+        with ``fix``, the gradebook's are set to the hidden tests' first. Empty when the
+        exercise is not in the gradebook (nothing released yet)."""
+        from autograder.judge import hidden_tests
+
+        points = {name: float(p) for name, _, p in hidden_tests(exercise)}
+        if self.sqlite and not (self.course / "gradebook.db").exists():
+            return []
+        found = []
+        with Gradebook(self.url) as gb:
+            try:
+                notebooks = gb.find_assignment(exercise).notebooks
+            except MissingEntry:
+                return []
+            for cell in (c for nb in notebooks for c in nb.grade_cells if c.name in points):
+                if float(cell.max_score) != points[cell.name]:
+                    found.append(f"{cell.name}: hidden tests {points[cell.name]:g}, "
+                                 f"gradebook {float(cell.max_score):g}")
+                    if fix:
+                        cell.max_score = points[cell.name]
+            if fix:
+                gb.db.commit()
+        return found
+
     @staticmethod
     def _notebook(gb, exercise, grade_ids):
         try:

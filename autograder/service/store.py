@@ -4,7 +4,9 @@ One row per submission: who sent it (learner, client address), for which
 exercise, the notebook as received, its state and, when done, the
 results.json. States: ``queued`` -> ``running`` -> ``done``, or ``queued`` ->
 ``replaced`` when the same learner sent a newer notebook for the same exercise
-before grading began (newest wins; ``replaced_by`` names the newer one).
+before grading began (newest wins; ``replaced_by`` names the newer one), and
+``done`` -> ``regraded`` when an instructor's regrade queued it again
+(:meth:`Store.requeue`; ``replaced_by`` names the new grading).
 
 Queue claims are leases. :meth:`Store.claim` marks a row ``running`` with
 ``lease_owner`` and ``lease_until``; the worker renews the lease while it
@@ -258,6 +260,12 @@ class Store:
                         s.status == "queued", s.seq < row["seq"])).scalar() + 1
         return data
 
+    def notebook(self, sub_id):
+        """The submitted notebook's bytes (as nbgrader's file holds them), or None."""
+        s = submissions.c
+        with self._read() as conn:
+            return conn.execute(select(s.notebook).where(s.id == sub_id)).scalar()
+
     def pace(self, window=600.0):
         """``(seconds per grading, grading slots alive)`` from recent history.
 
@@ -278,10 +286,11 @@ class Store:
 
     def submissions(self, learner=None):
         """Every submission (of ``learner``, if given) as dicts without the notebook,
-        oldest first; ``result`` parsed when done (the hub's listings and class view)."""
+        oldest first; ``result`` parsed when done; ``regrade`` true for an instructor's
+        regrade of an earlier one (the hub's listings and class view)."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.started_at,
-                s.finished_at, s.replaced_by, s.result]
+                s.finished_at, s.replaced_by, (s.client == "regrade").label("regrade"), s.result]
         query = select(*cols).order_by(s.seq)
         if learner is not None:
             query = query.where(s.learner == learner)
@@ -433,11 +442,41 @@ class Store:
                 .order_by(s.seq)).mappings().all()
         return [dict(r, result=json.loads(r["result"])) for r in rows]
 
+    def learners(self, exercise):
+        """Every learner with a graded submission of ``exercise``, sorted."""
+        s = submissions.c
+        with self._read() as conn:
+            return sorted(conn.execute(select(s.learner).distinct().where(
+                s.exercise == exercise, s.status == "done")).scalars())
+
+    def requeue(self, sub_ids):
+        """Queue each of ``sub_ids`` (graded submissions) again, as a new row with the same
+        learner, exercise, notebook and submission time, from the client ``regrade``; every
+        graded submission of that learner and exercise becomes ``regraded`` (kept, with its
+        result, ``replaced_by`` the new row), so only the new result counts. The new ids."""
+        s = submissions.c
+        made = []
+        with self.engine.begin() as conn:
+            for old in sub_ids:
+                row = conn.execute(select(s.learner, s.exercise, s.notebook, s.submitted_at)
+                                   .where(s.id == old, s.status == "done")).mappings().first()
+                if row is None:
+                    continue
+                new = secrets.token_urlsafe(24)
+                conn.execute(update(submissions).where(
+                    s.learner == row["learner"], s.exercise == row["exercise"],
+                    s.status == "done").values(status="regraded", replaced_by=new))
+                conn.execute(submissions.insert().values(
+                    id=new, client="regrade", status="queued", **row))
+                made.append(new)
+        return made
+
     def mark_recorded(self, learner, exercise, sub_id):
         """``sub_id`` is in the gradebook as ``learner``'s grade for ``exercise``; every
         other graded submission of theirs for it is ``superseded``."""
         s = submissions.c
-        mine = and_(s.learner == learner, s.exercise == exercise, s.status == "done")
+        mine = and_(s.learner == learner, s.exercise == exercise,
+                    s.status.in_(("done", "regraded")))
         with self.engine.begin() as conn:
             conn.execute(update(submissions).where(mine, s.id != sub_id)
                          .values(gradebook="superseded"))

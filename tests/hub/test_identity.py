@@ -144,3 +144,23 @@ def test_a_quick_resubmit_keeps_the_listing_and_the_class_view(hub, sign_in):
     for path in ("", "api/class"):
         assert ins.grader("GET", path).status_code == 200
     assert ada.grader("GET", "").status_code == 200
+
+
+def test_every_submitted_notebook_stays_readable_to_its_learner_and_instructors(hub, sign_in):
+    """Not only the newest: each submission's notebook, as submitted, for the learner and
+    instructors (the history page links them); another learner gets a 404."""
+    ada, bob, ins = sign_in("ada"), sign_in("bob"), sign_in("ins")
+    course = course_of(hub)
+    first = ada.submit(notebook(course, "no_donation"))
+    ada.wait_done(first)
+    ada.wait_done(ada.submit(notebook(course, "reference")))
+    for reader in (ada, ins):
+        got = reader.grader("GET", f"api/submissions/{first}/notebook")
+        assert got.status_code == 200 and "ipynb" in got.headers["Content-Type"]
+        cells = "".join("".join(c["source"]) for c in got.json()["cells"])
+        no_donation = (SAMPLES / "no_donation.py").read_text()
+        assert no_donation.strip().splitlines()[-1] in cells
+    assert bob.grader("GET", f"api/submissions/{first}/notebook").status_code == 404
+    history = ins.grader("GET", "", params={"learner": ada.name})
+    assert history.status_code == 200 and f"api/submissions/{first}/notebook" in history.text
+    assert f"?learner={ada.name}" in ins.grader("GET", "").text  # linked from the class

@@ -1,0 +1,63 @@
+"""The instructor's regrade (python -m autograder.service.regrade): every learner's
+recorded submission graded again, the earlier results kept in the history, the
+gradebook released again, new submissions graded meanwhile."""
+import subprocess
+import sys
+import time
+
+from nbgrader.api import Gradebook
+
+from autograder.service.app import POINTS_CHECK_S
+
+from tests.conftest import REPO, nbgrader_env
+from tests.grading.helpers import ASSIGNMENT, EXPECTED
+from tests.service.conftest import http, notebook_with
+
+
+def test_a_regrade_grades_each_recorded_submission_again(new_service, course_template):
+    service = new_service(jobs=1).start()
+    plan = [("ada", "wrong_arithmetic"), ("ada", "reference"), ("bob", "no_donation")]
+    first = [service.submit(who, notebook_with(course_template, sample)) for who, sample in plan]
+    service.wait_done(first)
+    service.wait_gradebook(first)
+
+    done = subprocess.run([sys.executable, "-m", "autograder.service.regrade", ASSIGNMENT,
+                           "--db", str(service.db), "--course", str(service.course)],
+                          cwd=REPO, env=nbgrader_env(), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "2 recorded submission(s) queued" in done.stdout, done.stdout
+    newcomer = service.submit("cy", notebook_with(course_template, "reference"))
+
+    rows = service.rows()
+    assert all(rows[i]["status"] == "regraded" for i in first)
+    regrades = {rows[first[1]]["replaced_by"], rows[first[2]]["replaced_by"]}
+    assert rows[first[0]]["replaced_by"] == rows[first[1]]["replaced_by"]  # ada: one regrade
+    answers = service.wait_done([*regrades, newcomer])
+    scores = {a["learner"]: a["result"]["score"] for a in answers.values()}
+    assert scores == {"ada": 10, "bob": EXPECTED["no_donation"]["score"], "cy": 10}
+    old = http("GET", f"{service.url}/api/submissions/{first[0]}")[2]
+    assert old["status"] == "regraded" and old["result"]["score"] == 7  # kept in the history
+    service.wait_gradebook([*regrades, newcomer])
+    exported = service.export()
+    assert {k: float(v["score"]) for k, v in exported.items()} == {
+        "ada": 10.0, "bob": float(EXPECTED["no_donation"]["score"]), "cy": 10.0}
+
+
+def test_the_service_says_when_gradebook_points_and_hidden_tests_disagree(new_service):
+    """The gradebook's points edited apart from the hidden tests' (as after an edit of the
+    tests): the health check says so, and the regrade command puts them back."""
+    service = new_service(jobs=0)
+    with Gradebook(service.gradebook_url()) as gb:
+        cell = gb.find_grade_cell("test_values", ASSIGNMENT, ASSIGNMENT)
+        cell.max_score = 3
+        gb.db.commit()
+    service.start()
+    health = http("GET", service.url + "/api/health")[2]
+    assert health["ok"] and any("test_values: hidden tests 2, gradebook 3" in w
+                                for w in health["warnings"]), health
+    done = subprocess.run([sys.executable, "-m", "autograder.service.regrade", ASSIGNMENT,
+                           "--db", str(service.db), "--course", str(service.course)],
+                          cwd=REPO, env=nbgrader_env(), capture_output=True, text=True)
+    assert done.returncode == 0 and "gradebook points set" in done.stdout, done.stderr
+    time.sleep(POINTS_CHECK_S + 0.5)
+    assert http("GET", service.url + "/api/health")[2]["warnings"] == []
