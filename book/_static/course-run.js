@@ -38,6 +38,8 @@
   // Under the hub: "<prefix>services/course/..." (prefix is the hub's base URL).
   var HUB = window.location.pathname.match(/^(.*?\/)services\/course\//);
   var HUB_PREFIX = HUB ? HUB[1] : null;
+  // Pages say what fits where they are read (course-run.css: .course-hub-only, .course-local-only).
+  if (HUB) document.documentElement.classList.add("course-under-hub");
   var hubSession = null;
 
   function cookie(name) {

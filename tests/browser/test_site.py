@@ -17,6 +17,9 @@ WAIT_MS = 180_000  # give-up time for kernels and JupyterLab, not a timing asser
 def test_navigation_reaches_every_lesson(servers, open_page):
     watched = open_page(servers.url("book/intro.html"))
     page = watched.page
+    # make serve's intro says how to run the course here, not the hub's text
+    assert page.locator(".course-local-only").first.is_visible()
+    assert not page.locator(".course-hub-only").first.is_visible()
     for lesson in LESSONS:
         page.locator(f"nav.bd-docs-nav a[href$='{lesson}.html']").first.click()
         page.wait_for_url(re.compile(rf"lessons/{lesson}\.html"))

@@ -126,6 +126,11 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     for role in ("ada", "bob"):
         account = made[role]
         page = browser_sign_in(browser, hub, account)
+        if role == "ada":  # the intro speaks of the hub, not of cloning and make serve
+            page.goto(hub.url("/services/course/book/intro.html"))
+            assert page.locator(".course-hub-only").first.is_visible()
+            assert not page.locator(".course-local-only").first.is_visible()
+            page.goto(hub.url("/services/course/" + LESSON))
         run_lesson_in_page(page, account.name)
         solve_and_submit_in_jupyterlab(page, account.name)
         saved = Path(os.path.expanduser(f"~{account.name}")) / EXERCISE / f"{EXERCISE}.ipynb"
