@@ -342,8 +342,9 @@ class SubmissionsHandler(Base):
                            f"submissions waiting (the limit is {r.limit}); they should be "
                            f"graded in {_in_words(wait)}: send more after that", retry)
         if r.kind == "client":
-            return Refused(429, "client_queue_full", f"{r.count} submissions from this address "
-                           f"are waiting (the limit is {r.limit} per address); they should "
+            sender = (learner, "learner") if self.person else ("this address", "address")
+            return Refused(429, "client_queue_full", f"{r.count} submissions from {sender[0]} "
+                           f"are waiting (the limit is {r.limit} per {sender[1]}); they should "
                            f"be graded in {_in_words(wait)}: send more after that", retry)
         return Refused(503, "queue_full", f"the grading queue is full ({waiting} submissions "
                        f"waiting); at the current pace it clears in {_in_words(wait)}: "
