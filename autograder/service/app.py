@@ -34,6 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults, pipeline
 from autograder.exercises import names as exercise_names
+from autograder.service.deadlines import Lateness
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
@@ -316,7 +317,11 @@ class SubmissionsHandler(Base):
             self.grading.notify()
         wait = await self.wait_estimate(ahead + 1)
         deadlines = self.application.settings["mirror"].deadlines
-        late = await self.db(deadlines.assess, learner, exercise, time.time(), 0.0)
+        try:  # the submission is stored: a gradebook that cannot be read costs the note only
+            late = await self.db(deadlines.assess, learner, exercise, time.time(), 0.0)
+        except Exception as exc:
+            log.warning("no deadline for the reply to %s (%s)", sub_id[:8], exc)
+            late = Lateness()
         self.set_header("Location", f"{s.prefix}api/submissions/{sub_id}")
         self.send(202, {"id": sub_id, "status": "queued", "learner": learner,
                         "queue_position": ahead + 1,
