@@ -227,12 +227,13 @@ class GradingThreads:
         """
         errors = []
         pairs = dict.fromkeys((r["learner"], r["exercise"]) for r in self.store.unsynced())
+        lateness = late_by(self.mirror.deadlines)
         for learner, exercise in pairs:
             if self.stopping.is_set():
                 return
-            rows = self.store.graded(learner, exercise)
-            lateness = late_by(self.mirror.deadlines)
-            keep = recorded(rows, self.rule, lateness)
+            keep = recorded(self.store.graded(learner, exercise), self.rule, lateness)
+            if keep is None:  # regraded meanwhile: its new grading is synced when done
+                continue
             if keep["gradebook"] != "recorded":
                 try:
                     self.mirror.record(keep, lateness(keep).penalty)
