@@ -164,3 +164,13 @@ def test_every_submitted_notebook_stays_readable_to_its_learner_and_instructors(
     history = ins.grader("GET", "", params={"learner": ada.name})
     assert history.status_code == 200 and f"api/submissions/{first}/notebook" in history.text
     assert f"?learner={ada.name}" in ins.grader("GET", "").text  # linked from the class
+
+
+def test_a_notebook_far_over_the_limit_gets_the_services_413_through_the_proxy(hub, sign_in):
+    """30 MiB (six times the limit): read to its end by the service and answered in its
+    own words, not cut off mid-upload (which the proxy turned into its 503 page)."""
+    ada = sign_in("ada")
+    body = {"exercise": "update_with_donate", "notebook": {"cells": [], "x": "y" * (30 * 2**20)}}
+    reply = ada.grader("POST", "api/submissions", json=body)
+    assert reply.status_code == 413, reply.text[:300]
+    assert reply.json()["code"] == "too_large" and "clear the notebook's outputs" in reply.json()["error"]
