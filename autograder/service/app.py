@@ -189,6 +189,11 @@ def _depth_exceeds(value, limit):
     return False
 
 
+def _bad_learner():
+    return Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
+                   "letters, digits and . _ @ - (starting with a letter or digit)")
+
+
 def _not_json(name):
     """``json.loads``'s hook for NaN, Infinity and -Infinity, which JSON does not have."""
     raise ValueError(f"{name} is not a JSON value")
@@ -277,8 +282,7 @@ class SubmissionsHandler(Base):
             return self.person.name
         learner = body.get("learner")
         if not is_learner_id(learner):
-            raise Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
-                          "letters, digits and . _ @ - (starting with a letter or digit)")
+            raise _bad_learner()
         return learner
 
     def client_of(self):
@@ -378,8 +382,7 @@ class DeadlineHandler(Base):
                           f"known: {', '.join(self.settings_.exercises)}")
         learner = self.person.name if self.person else self.get_argument("learner", "")
         if learner and not is_learner_id(learner):
-            raise Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
-                          "letters, digits and . _ @ - (starting with a letter or digit)")
+            raise _bad_learner()
         deadlines = self.application.settings["mirror"].deadlines
         due = await self.db(deadlines.due, exercise, learner)
         policy = deadlines.policy
