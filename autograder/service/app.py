@@ -189,6 +189,11 @@ def _depth_exceeds(value, limit):
     return False
 
 
+def _unknown_exercise(exercise, known):
+    return Refused(400, "unknown_exercise", f"unknown exercise {_echo(exercise)}; "
+                   f"known: {', '.join(known)}")
+
+
 def _bad_learner():
     return Refused(400, "bad_learner", "the learner id must be 1-64 characters: "
                    "letters, digits and . _ @ - (starting with a letter or digit)")
@@ -303,8 +308,7 @@ class SubmissionsHandler(Base):
             raise Refused(400, "missing_field", f"missing field(s): {', '.join(missing)}")
         exercise, notebook = body["exercise"], body["notebook"]
         if not isinstance(exercise, str) or exercise not in s.exercises:
-            raise Refused(400, "unknown_exercise", f"unknown exercise {_echo(exercise)}; "
-                          f"known: {', '.join(s.exercises)}")
+            raise _unknown_exercise(exercise, s.exercises)
         learner = self.learner_of(body)
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
             raise Refused(400, "bad_notebook", "notebook must be the notebook file's JSON "
@@ -378,8 +382,7 @@ class DeadlineHandler(Base):
     async def get(self):
         exercise = self.get_argument("exercise", "")
         if exercise not in self.settings_.exercises:
-            raise Refused(400, "unknown_exercise", f"unknown exercise {_echo(exercise)}; "
-                          f"known: {', '.join(self.settings_.exercises)}")
+            raise _unknown_exercise(exercise, self.settings_.exercises)
         learner = self.person.name if self.person else self.get_argument("learner", "")
         if learner and not is_learner_id(learner):
             raise _bad_learner()
