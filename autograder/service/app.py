@@ -388,11 +388,9 @@ class DeadlineHandler(Base):
             raise _bad_learner()
         deadlines = self.application.settings["mirror"].deadlines
         due = await self.db(deadlines.due, exercise, learner)
-        policy = deadlines.policy
         self.send(200, {"exercise": exercise, "learner": learner or None,
                         "due": due.isoformat() if due else None,
-                        "late_policy": policy.describe() if hasattr(policy, "describe") else
-                        policy.penalty_method})
+                        "late_policy": deadlines.policy_words()})
 
 
 class SubmissionHandler(Base):

@@ -28,7 +28,6 @@ from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder import pipeline
 from autograder.service.app import Base, Refused, describe
-from autograder.service.deadlines import Lateness
 from autograder.service.recorded import late_by, recorded, score
 
 
@@ -79,7 +78,7 @@ def summary(store, rule, deadlines=None):
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
-    lateness = late_by(deadlines) if deadlines else (lambda row: Lateness())
+    lateness = late_by(deadlines)
     for (exercise, learner), rows in rows_of.items():
         who = view[exercise]["learners"][learner]
         due = deadlines.due(exercise, learner) if deadlines else None

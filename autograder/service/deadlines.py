@@ -92,14 +92,18 @@ class Deadlines:
         penalty = self.policy.late_submission_penalty(learner, score, seconds) if seconds else None
         return Lateness(due, seconds, min(max(float(penalty or 0.0), 0.0), float(score)))
 
+    def policy_words(self):
+        """What lateness costs under the course's policy, in words for learners."""
+        if hasattr(self.policy, "describe"):
+            return self.policy.describe()
+        return f"late penalty: {self.policy.penalty_method}"  # nbgrader's own plugin
+
     def words(self, lateness):
         """What a learner is told about ``lateness``: None when on time."""
         if not lateness.seconds:
             return None
-        policy = self.policy.describe() if hasattr(self.policy, "describe") else \
-            f"late penalty: {self.policy.penalty_method}"
         return (f"submitted {in_words(lateness.seconds)} after the deadline "
-                f"({lateness.due:%Y-%m-%d %H:%M} UTC): {policy}")
+                f"({lateness.due:%Y-%m-%d %H:%M} UTC): {self.policy_words()}")
 
 
 def in_words(seconds):

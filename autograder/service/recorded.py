@@ -25,7 +25,12 @@ def score(row):
     return float(pipeline.stored(row["result"], row["exercise"]).score)
 
 
-def recorded(rows, rule, lateness=lambda row: Lateness()):
+def on_time(row):
+    """The :class:`Lateness` of a submission when there are no deadlines."""
+    return Lateness()
+
+
+def recorded(rows, rule, lateness=on_time):
     """The row that counts among ``rows`` (one learner's submissions of one exercise:
     dicts with ``seq``, ``status``, ``result``, ``exercise``), or None when none is
     graded. ``lateness(row)`` is the row's :class:`Lateness` (on time by default).
@@ -43,6 +48,8 @@ def recorded(rows, rule, lateness=lambda row: Lateness()):
 
 def late_by(deadlines):
     """``lateness(row)`` for :func:`recorded` from a course's
-    :class:`~autograder.service.deadlines.Deadlines`."""
+    :class:`~autograder.service.deadlines.Deadlines` (:func:`on_time` for None)."""
+    if deadlines is None:
+        return on_time
     return lambda row: deadlines.assess(row["learner"], row["exercise"], row["submitted_at"],
                                         score(row))
