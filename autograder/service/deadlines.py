@@ -133,12 +133,19 @@ def main(argv=None):
     args = p.parse_args(argv)
     url = database_url(args.db)
     mirror = Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))
+    try:
+        when = None if getattr(args, "when", "none") == "none" else \
+            datetime.datetime.fromisoformat(args.when)
+    except ValueError:
+        p.error(f'{args.when!r} is not a date: write "YYYY-MM-DD HH:MM" (UTC), or none')
     with Gradebook(mirror.url) as gb:
         if args.command == "due":
-            when = None if args.when == "none" else datetime.datetime.fromisoformat(args.when)
             gb.update_or_create_assignment(args.exercise, duedate=when)
         elif args.command == "extend":
-            gb.find_assignment(args.exercise)  # MissingEntry: not released
+            try:
+                gb.find_assignment(args.exercise)
+            except MissingEntry:
+                p.error(f"{args.exercise} is not in the gradebook: release it first (make release)")
             gb.update_or_create_student(args.learner)
             gb.update_or_create_submission(args.exercise, args.learner,
                                            extension=datetime.timedelta(hours=args.hours))
