@@ -79,14 +79,22 @@ def venv_tools_on_path():
         os.environ["PATH"] = here + os.pathsep + path if path else here
 
 
+def mirror_of(args):
+    """The :class:`~autograder.service.gradebook.Mirror` of ``args.course`` and ``args.db``:
+    its gradebook is the course's gradebook.db with SQLite, else the service's database."""
+    from autograder.service.gradebook import Mirror
+    from autograder.service.store import database_url, url_text
+    url = database_url(args.db)
+    return Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))
+
+
 def open_store(args, stopping=None):
     """``(Store, Mirror)`` for ``args.db``; waits (with backoff) while the database is away."""
     venv_tools_on_path()
-    from autograder.service.gradebook import Mirror
     from autograder.service.grader import Backoff
-    from autograder.service.store import Store, database_url, storage_problem, url_text
+    from autograder.service.store import Store, database_url, storage_problem
     url = database_url(args.db)
-    mirror = Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))
+    mirror = mirror_of(args)
     backoff = Backoff()
     while True:
         try:

@@ -116,8 +116,6 @@ def in_words(seconds):
 
 def main(argv=None):
     from autograder.service import config
-    from autograder.service.gradebook import Mirror
-    from autograder.service.store import database_url, url_text
 
     p = config.parser("python -m autograder.service.deadlines",
                       "Set or show the due dates and extensions in nbgrader's gradebook.")
@@ -131,8 +129,7 @@ def main(argv=None):
     ext.add_argument("hours", type=float)
     sub.add_parser("show", help="print every due date and extension")
     args = p.parse_args(argv)
-    url = database_url(args.db)
-    mirror = Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))
+    mirror = config.mirror_of(args)
     try:
         when = None if getattr(args, "when", "none") == "none" else \
             datetime.datetime.fromisoformat(args.when)

@@ -62,6 +62,10 @@ class Mirror:
         if not self.sqlite:
             Gradebook(self.url).close()
 
+    def missing(self):
+        """True while a SQLite gradebook does not exist yet (nothing released)."""
+        return self.sqlite and not (self.course / "gradebook.db").exists()
+
     def where(self):
         return str(self.course / "gradebook.db") if self.sqlite else "the service's database"
 
@@ -73,7 +77,7 @@ class Mirror:
         if any(c.grade_id is None for c in result.checks):
             raise NotReady("the result's checks do not match the exercise's hidden tests")
         when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
-        if self.sqlite and not (self.course / "gradebook.db").exists():
+        if self.missing():
             raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
         with Gradebook(self.url) as gb:
             notebook = self._notebook(gb, exercise, [c.grade_id for c in result.checks])
@@ -100,7 +104,7 @@ class Mirror:
         from autograder.judge import hidden_tests
 
         points = {name: float(p) for name, _, p in hidden_tests(exercise)}
-        if self.sqlite and not (self.course / "gradebook.db").exists():
+        if self.missing():
             return []
         found = []
         with Gradebook(self.url) as gb:
