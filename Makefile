@@ -7,12 +7,17 @@
 #   make test-fast  the fast tier only: no site build, browser, nbgrader kernel, grading
 #                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
-PYTHON ?= python3
+# .venv is made from Python 3.12 or newer: PYTHON=/path/to/python3.12 when given, else
+# the one scripts/find_python.sh finds (the PATH, then pyenv's). A .venv made from an
+# older Python is made again.
+PYTHON ?=
 VENV   := .venv
 BIN    := $(VENV)/bin
-# Defaults come from autograder/defaults.py (standard library only, so the system
-# Python reads it before .venv exists); PORT=9000 make serve overrides one.
-default = $(shell $(PYTHON) -m autograder.defaults $(1))
+# autograder/defaults.py and autograder/exercises are standard library only, so any
+# python3 reads them before .venv exists.
+READER := python3
+# Defaults come from autograder/defaults.py; PORT=9000 make serve overrides one.
+default = $(shell $(READER) -m autograder.defaults $(1))
 PORT   ?= $(call default,PORT)
 HOST   ?= $(call default,HOST)
 JUPYTER_PORT ?= $(call default,JUPYTER_PORT)
@@ -21,7 +26,7 @@ GRADESCOPE_OUT ?= _build/gradescope
 GRADESCOPE_VISIBILITY ?= visible
 # The exercises (nbgrader assignments), as registered in autograder/exercises/__init__.py
 # (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
-ASSIGNMENTS = $(shell $(PYTHON) -c "from autograder.exercises import names; print(*names())")
+ASSIGNMENTS = $(shell $(READER) -c "from autograder.exercises import names; print(*names())")
 
 .PHONY: venv release book serve hub test test-fast gradescope clean
 venv: $(VENV)/.installed
@@ -34,7 +39,9 @@ $(NODE_DEPS): package.json package-lock.json
 
 $(VENV)/.installed: requirements.txt
 	@echo "==> creating $(VENV) and installing requirements.txt (first run takes a few minutes)"
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || { \
+	  base=$$(PYTHON="$(PYTHON)" scripts/find_python.sh) || exit 1; \
+	  echo "==> $(VENV) from $$base"; rm -rf $(VENV); "$$base" -m venv $(VENV); }
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet --progress-bar off -r requirements.txt
 	@touch $@
@@ -50,7 +57,7 @@ release:
 	@test -f exercises/gradebook.db || rm -f $(RELEASED)  # the gradebook must know them too
 	@$(MAKE) --no-print-directory --silent $(RELEASED)
 $(RELEASED): $(RELEASE_INPUTS)
-	@test -n "$(ASSIGNMENTS)" || { echo "==> no exercises: $(PYTHON) could not read autograder/exercises"; exit 1; }
+	@test -n "$(ASSIGNMENTS)" || { echo "==> no exercises: $(READER) could not read autograder/exercises"; exit 1; }
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
 	@cd exercises && for a in $(ASSIGNMENTS); do \
 	  PATH="$(CURDIR)/$(BIN):$$PATH" $(call default,RELEASE) "$$a" || exit 1; done

@@ -18,14 +18,15 @@ import sys
 from pathlib import Path
 
 from autograder import exercises
+from autograder.sandbox import mounts
 
 # Learner programs are tiny, and each XLA compile costs more than running
-# them. Skipping LLVM's optimisation passes and using XLA CPU's older
-# elemental emitters instead of its fusion emitters halves a compile (about
-# 28 ms -> 13 ms for an add, measured with JAX 0.10.2). Neither changes buffer
-# assignment (donation and input_output_alias are decided on HLO, before
-# code generation) nor results beyond float rounding order.
-XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+# them. Skipping LLVM's optimisation passes shortens a compile (an add: about
+# 21 ms against 32 ms with no flag, JAX 0.12.0.1, noisy). It does not change
+# buffer assignment (donation and input_output_alias are decided on HLO, before
+# code generation) nor results beyond float rounding order. (jaxlib 0.12 aborts
+# at backend start on a flag it does not know: name only flags it has.)
+XLA_FLAGS = "--xla_backend_optimization_level=0"
 REPO = Path(__file__).resolve().parents[2]
 # Each exercise's hidden tests and sample answers (autograder/exercises/<name>/hidden).
 HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
@@ -34,7 +35,7 @@ HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
 SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
 REPO_MOUNTS = (*HIDDEN, "exercises", "tests", ".git", "benchmarks")
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
-MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
 
 
 def confine(request, limits, uid, scratch, log_path, write_fd):
@@ -81,32 +82,23 @@ def _private_mounts(hide):
     The network namespace has no interface up, so learner code reaches no
     server (not the grading service, not the internet). Fresh, empty tmpfs
     mounts (256 MiB each) cover :data:`SCRATCH_MOUNTS`, :data:`REPO_MOUNTS` and
-    the ``hide`` folders (submissions, results). What the learner's process
-    must still import (this package, the venv) is bind-mounted back where a
-    cover would hide it, e.g. for a checkout under /tmp. Returns False,
-    changing nothing, where namespaces are not available.
+    the ``hide`` folders (submissions, results), and a small one root's home.
+    What the learner's process must still import (this package, the venv, the
+    interpreter's standard library, which may be pyenv's under root's home) is
+    bound back where a cover would hide it (:mod:`autograder.sandbox.mounts`).
+    Returns False, changing nothing, where namespaces are not available.
     """
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
+    lib = mounts.libc()
+    if lib.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
         return False
-    libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-    needed = _needed_paths()
-    covers = [t for t in SCRATCH_MOUNTS if os.path.isdir(t) and not os.path.islink(t)]
-    kept = [n for n in needed if any(n.startswith(t + "/") for t in covers)]
-    staging = "/mnt" if kept else None
-    if staging:  # park what a cover would hide, outside every cover
-        _tmpfs(libc, staging)
-        for i, path in enumerate(kept):
-            os.mkdir(f"{staging}/{i}")
-            libc.mount(path.encode(), f"{staging}/{i}".encode(), None, MS_BIND | MS_REC, None)
-    for target in covers:
-        _tmpfs(libc, target)
-    for i, path in enumerate(kept):
-        os.makedirs(path, exist_ok=True)
-        libc.mount(f"{staging}/{i}".encode(), path.encode(), None, MS_BIND | MS_REC, None)
+    mounts.make_root_private(lib)
+    covers = {t: SCRATCH for t in SCRATCH_MOUNTS}
+    covers[os.path.expanduser("~root")] = mounts.SMALL
+    needed = [(p, p) for p in import_paths()] + mounts.interpreter_paths()
+    mounts.cover(lib, covers, mounts.under(needed, covers))
     for target in [*(str(REPO / p) for p in REPO_MOUNTS), *hide]:
         if os.path.isdir(target) and not os.path.islink(target):
-            _tmpfs(libc, target)
+            mounts.mount(lib, "tmpfs", target, "tmpfs", 0, SCRATCH)
     return True
 
 
@@ -126,16 +118,6 @@ def isolation_problem():
         os._exit(0 if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) == 0 else ctypes.get_errno())
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return None if code == 0 else f"unshare(CLONE_NEWNS | CLONE_NEWNET) failed: {os.strerror(code)}"
-
-
-def _tmpfs(libc, target):
-    libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, b"size=256m,mode=1777")
-
-
-def _needed_paths():
-    """:func:`import_paths` without those nested in another (one bind mount each)."""
-    paths = import_paths()
-    return sorted(p for p in paths if not any(p.startswith(q + "/") for q in paths if q != p))
 
 
 def _limit(limits, uid):

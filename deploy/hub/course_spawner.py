@@ -36,6 +36,7 @@ from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
 
+from autograder.sandbox import mounts
 from autograder.sandbox.uids import end_uid
 
 HERE = Path(__file__).resolve().parent
@@ -57,30 +58,18 @@ def course_lib(spawner):
     return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
 
 CLONE_NEWNS = 0x00020000
-MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
-MNT_DETACH = 2
-STAGING = "/mnt"  # an existing folder outside every cover
-
-
-def _mount(libc, source, target, fstype, flags, data):
-    enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
-    if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
-        raise OSError(ctypes.get_errno(), f"mount {source} on {target}")
 
 
 def covers():
-    """Folders hidden from learners' servers: root's home, the repository, /tmp."""
-    return [p for p in ("/tmp", os.path.expanduser("~root"), str(REPO)) if os.path.isdir(p)]
+    """Folders hidden from learners' servers, with their tmpfs options: /tmp (one of
+    their own), root's home and the repository (empty, holding only what is bound back)."""
+    return {"/tmp": "size=512m,mode=1777", os.path.expanduser("~root"): mounts.SMALL,
+            str(REPO): mounts.SMALL}
 
 
 def kept():
-    """Folders bound back under the covers: the interpreter's prefix and the venv,
-    each at the path the venv names it by (``sys.prefix`` may be a symbolic link)."""
-    pairs = {os.path.realpath(sys.base_prefix): os.path.realpath(sys.base_prefix),
-             sys.prefix: os.path.realpath(sys.prefix)}
-    hidden = covers()
-    return [(where, real) for where, real in pairs.items()
-            if any(where == c or where.startswith(c + "/") for c in hidden)]
+    """What is bound back under :func:`covers`: the interpreter's prefix and the venv."""
+    return mounts.under(mounts.interpreter_paths(), covers())
 
 
 def confine():
@@ -88,23 +77,11 @@ def confine():
 
     Raises OSError when namespaces are not available (the server does not start,
     rather than start with the repository in view)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNS) != 0:
+    lib = mounts.libc()
+    if lib.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
-    _mount(libc, "none", "/", None, MS_REC | MS_PRIVATE, None)
-    back = kept()
-    _mount(libc, "tmpfs", STAGING, "tmpfs", 0, "size=1m,mode=0700")
-    for i, (_, real) in enumerate(back):  # park them outside every cover
-        os.mkdir(f"{STAGING}/{i}")
-        _mount(libc, real, f"{STAGING}/{i}", None, MS_BIND | MS_REC, None)
-    for target in covers():
-        if os.path.isdir(target):  # (a repository under /tmp is already gone)
-            _mount(libc, "tmpfs", target, "tmpfs", 0, "size=512m,mode=1777" if target == "/tmp"
-                   else "size=1m,mode=0755")
-    for i, (where, _) in enumerate(back):
-        os.makedirs(where, mode=0o755, exist_ok=True)
-        _mount(libc, f"{STAGING}/{i}", where, None, MS_BIND | MS_REC, None)
-    libc.umount2(STAGING.encode(), MNT_DETACH)
+    mounts.make_root_private(lib)
+    mounts.cover(lib, covers(), kept())
 
 
 class CourseSpawner(LocalProcessSpawner):

@@ -1,0 +1,72 @@
+"""Private mount namespaces: empty folders over what a learner must not see, and the
+course's Python bound back under them.
+
+Runs in the learner's process (:mod:`autograder.sandbox.confine` calls it after
+``unshare``, as root, before dropping to the sandbox uid), and in the forked child that
+becomes a learner's JupyterLab server under the hub (``deploy/hub/course_spawner.py``).
+Both need the same thing: the venv's interpreter may live where an unprivileged uid
+cannot go (pyenv's, in root's home, mode 0700), so the interpreter's prefix and the venv
+are bound back, at the paths Python knows them by, under the covers.
+"""
+import ctypes
+import os
+import sys
+
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
+MNT_DETACH = 2
+STAGING = "/mnt"  # an existing folder outside every cover
+SMALL = "size=1m,mode=0755"  # a cover that only holds the paths bound back into it
+
+
+def libc():
+    """The C library, with ``errno`` kept for :func:`mount`."""
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def mount(lib, source, target, fstype, flags, data):
+    """``mount(2)``; raises OSError (with errno) when it fails."""
+    enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
+    if lib.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
+        raise OSError(ctypes.get_errno(), f"mount {source} on {target}")
+
+
+def interpreter_paths():
+    """``[(where, real)]``: the interpreter's prefix (``sys.base_prefix``) and the venv
+    (``sys.prefix``), each at the path Python names it by and the folder it really is
+    (a venv may be reached through a symbolic link)."""
+    return sorted({(os.path.realpath(sys.base_prefix), os.path.realpath(sys.base_prefix)),
+                   (sys.prefix, os.path.realpath(sys.prefix))})
+
+
+def under(paths, covers):
+    """Those ``(where, real)`` of ``paths`` that a folder of ``covers`` would hide, without
+    any nested in another kept one (its parent brings it back)."""
+    hidden = [(w, r) for w, r in paths if any(w == c or w.startswith(c + "/") for c in covers)]
+    return [(w, r) for w, r in hidden
+            if not any(w != o and w.startswith(o + "/") for o, _ in hidden)]
+
+
+def cover(lib, covers, keep):
+    """Mount an empty tmpfs on each folder of ``covers`` (``{folder: tmpfs options}``),
+    then bind each ``(where, real)`` of ``keep`` back at ``where``.
+
+    Call it inside a fresh mount namespace whose root is already private. What is kept
+    is parked under :data:`STAGING` first, since a cover may hide its source. Raises
+    OSError when a mount fails.
+    """
+    mount(lib, "tmpfs", STAGING, "tmpfs", 0, "size=1m,mode=0700")
+    for i, (_, real) in enumerate(keep):
+        os.mkdir(f"{STAGING}/{i}")
+        mount(lib, real, f"{STAGING}/{i}", None, MS_BIND | MS_REC, None)
+    for target, options in covers.items():
+        if os.path.isdir(target) and not os.path.islink(target):
+            mount(lib, "tmpfs", target, "tmpfs", 0, options)
+    for i, (where, _) in enumerate(keep):
+        os.makedirs(where, mode=0o755, exist_ok=True)
+        mount(lib, f"{STAGING}/{i}", where, None, MS_BIND | MS_REC, None)
+    lib.umount2(STAGING.encode(), MNT_DETACH)
+
+
+def make_root_private(lib):
+    """Stop mounts made here from reaching the parent namespace (``MS_PRIVATE`` on /)."""
+    mount(lib, "none", "/", None, MS_REC | MS_PRIVATE, None)
