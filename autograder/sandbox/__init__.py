@@ -81,6 +81,20 @@ def interpreter():
     return sys.executable
 
 
+def _unreachable_interpreter():
+    """Why a sandbox uid without a mount namespace of its own could not run the
+    interpreter's standard library (a folder on the way other users cannot enter,
+    such as pyenv's in root's home), or None when it could."""
+    stdlib = Path(os.path.realpath(sys.base_prefix)) / "lib"
+    for folder in [*reversed(stdlib.parents), stdlib]:
+        if not os.stat(folder).st_mode & 0o001:
+            return (f"learner code cannot run: without mount namespaces its uid cannot reach "
+                    f"this Python ({folder} is closed to other users); give the grader "
+                    f"CAP_SYS_ADMIN, or make .venv from a Python other users can read "
+                    f"(make PYTHON=/path/to/python3.12)")
+    return None
+
+
 # What the zygote inherits from the grader's environment: nothing secret. Every
 # learner process is forked from the zygote and holds a copy of the environment
 # block it was started with, readable from its own memory whatever it does to
@@ -100,6 +114,7 @@ class Zygote:
 
     def __init__(self):
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
+        self.refusal = None  # why no learner process could run, when none could
 
     def launch(self, exercises=()):
         """Start the zygote without waiting for it (it imports JAX meanwhile).
@@ -111,7 +126,7 @@ class Zygote:
         with self.lock:
             if self.proc and self.proc.poll() is None:
                 return
-            self.ready = False
+            self.ready, self.refusal = False, None
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
             code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
@@ -133,7 +148,10 @@ class Zygote:
                 if said != "ready":
                     log.warning("learner code runs WITHOUT network and mount isolation: %s",
                                 said[len("ready "):])
+                    self.refusal = _unreachable_interpreter()
                 self.ready = True
+            if self.refusal:
+                raise RuntimeError(self.refusal)
 
     def run(self, request, limits, lease):
         """Send one request; block until its :class:`Outcome`.
