@@ -18,6 +18,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autograder.defaults import release_argv
@@ -160,3 +161,23 @@ def test_hidden_cells_bind_no_name_in_the_learners_namespace(exercise, grade_id,
              if s.is_assigned() or s.is_imported() or s.is_namespace()]
     assert bound == [], f"{exercise}/{grade_id} binds {bound}"
     assert "nbgrader_bridge" in hidden
+
+
+def test_the_scaled_result_expectation_holds_for_any_seed():
+    """The seed comes from the grader's digest, so it changes with any edit of a grader
+    module: ``scaled_result``'s expected phrases must hold whatever the seed. Recomputes
+    its values check in NumPy (the same float32 additions and products XLA does) over
+    many seeds, with the hidden test's own message functions."""
+    from autograder.exercises.update_with_donate.hidden import tests as hidden
+    from autograder.exercises.update_with_donate.probe import VALUE_LENGTHS, make_inputs
+
+    phrases = EXPECTED["scaled_result"]["feedback"]["values"]
+    for seed in range(300):
+        for n in VALUE_LENGTHS:
+            state, delta = make_inputs(seed, n)
+            got = (state + delta) * np.float32(1 + 5e-6)
+            said = hidden._difference(got, state + delta, hidden.VALUE_TOL)
+            if said:
+                said += "; " + hidden._values_hint(got, state, delta)
+                break
+        assert said and all(p in said for p in phrases), (seed, said)

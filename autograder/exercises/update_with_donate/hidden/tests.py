@@ -60,7 +60,7 @@ def _difference(got, want, tol):
         relative = off[worst] / abs(want[worst]) if want[worst] else np.inf
     return (f"{int((~close).sum())} of {close.size} elements differ by more than "
             f"{tol['atol']:g} + {tol['rtol']:g} x |expected|; the largest difference is "
-            f"{off[worst]:.3g} (relative {relative:.2g}) at index {worst}: "
+            f"{off[worst]:.3g} (relative {relative:.1g}) at index {worst}: "
             f"got {float(got[worst]):.8g}, expected {float(want[worst]):.8g}")
 
 
@@ -77,7 +77,7 @@ def _values_hint(got, state, delta):
         ratio = got[nonzero] / want[nonzero]
         scale = float(np.median(ratio))
         if scale != 1 and np.allclose(ratio, scale, rtol=1e-6, atol=0):
-            return (f"every returned value is state + delta times {scale:.8g}: "
+            return (f"every returned value is state + delta times {scale:.7g}: "
                     "remove the extra factor from the helper")
     return ("no usual mistake matches these values (the difference, one input unchanged, "
             "a constant factor); compare your result with state + delta on a small example")
