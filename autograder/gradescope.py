@@ -43,17 +43,32 @@ NOT_GRADED = ("The autograder could not start on this submission; "
 
 SETUP_SH = """\
 #!/usr/bin/env bash
-# Gradescope runs this once, as root, while it builds the autograder's image
-# (Ubuntu 22.04). It needs Python 3.11 (the course's JAX and NumPy need >= 3.11)
-# and installs the course's exact pins from requirements.txt into a venv.
+# Gradescope runs this once, as root, while it builds the autograder's image. The
+# course's JAX needs Python 3.12 or newer: a python3.12 or python3.13 the image has is
+# used; else Ubuntu's python3.12 package (Ubuntu 24.04), else, on Ubuntu 22.04
+# (Gradescope's default base image, whose python3 is 3.10), the deadsnakes PPA's.
+# Then the course's exact pins from requirements.txt go into a venv.
 set -euo pipefail
 ROOT="${GRADESCOPE_ROOT:-/autograder}"
 SOURCE="$ROOT/source"
-if ! command -v python3.11 >/dev/null || ! python3.11 -c 'import ensurepip' 2>/dev/null; then
+PY=""
+for candidate in python3.12 python3.13; do
+  if command -v "$candidate" >/dev/null && "$candidate" -c 'import ensurepip' 2>/dev/null; then
+    PY="$candidate"; break
+  fi
+done
+if [ -z "$PY" ]; then
+  export DEBIAN_FRONTEND=noninteractive
   apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3.11 python3.11-venv
+  if ! apt-cache show python3.12-venv >/dev/null 2>&1; then
+    apt-get install -y --no-install-recommends software-properties-common gpg-agent
+    add-apt-repository -y ppa:deadsnakes/ppa
+    apt-get update
+  fi
+  apt-get install -y --no-install-recommends python3.12 python3.12-venv
+  PY=python3.12
 fi
-python3.11 -m venv "$SOURCE/.venv"
+"$PY" -m venv "$SOURCE/.venv"
 "$SOURCE/.venv/bin/python" -m pip install --no-cache-dir -r "$SOURCE/requirements.txt"
 # Learner code runs as an unprivileged uid: it must read the grader and the venv
 # (the hidden tests are made root-only again before each grading).

@@ -213,6 +213,8 @@ def test_setup_installs_the_course_pins(zips):
         assert installs == ['"$SOURCE/.venv/bin/python" -m pip install --no-cache-dir '
                             '-r "$SOURCE/requirements.txt"']
         assert ".venv/bin/python -m autograder.gradescope run" in zf.read("run_autograder").decode()
+        assert subprocess.run(["bash", "-n"], input=setup, text=True).returncode == 0
+        assert '"$PY" -m venv' in setup and "python3.12" in setup  # the course needs >= 3.12
         lines = zf.read("requirements.txt").decode().splitlines()
         assert set(lines) <= course, set(lines) - course
         pinned = {canonicalize_name(Requirement(line).name): line for line in lines}

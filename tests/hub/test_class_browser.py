@@ -9,6 +9,7 @@ import csv
 import os
 import re
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 import psutil
@@ -145,6 +146,13 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     assert own.returncode == 0 and f"{EXERCISE}.ipynb" in own.stdout, own
     repo = as_learner_in_server(ada, "ls -a " + str(Path(__file__).resolve().parents[2]))
     assert "autograder" not in repo.stdout and "tests" not in repo.stdout, repo.stdout
+    # the server runs the course's venv (Python 3.12 or newer, wherever it lives: pyenv's
+    # under root's home is bound back into the learner's namespace, nothing else of it)
+    python = psutil.Process(server_pid(ada)).exe()
+    version = as_learner_in_server(ada, f"{python} -c 'import sys, jax; print(sys.version_info >= (3, 12), jax.__version__)'")
+    assert version.stdout.split() == ["True", metadata.version("jax")], version
+    home = as_learner_in_server(ada, "ls -a ~root")
+    assert set(home.stdout.split()) <= {".", "..", ".pyenv"}, home.stdout
 
     # both learners' notebook and page submissions, listed for each of them only
     for role in ("ada", "bob"):

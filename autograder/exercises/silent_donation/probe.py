@@ -11,7 +11,7 @@ of the compiled step) and the values returned. The grader rebuilds the inputs
 with :func:`make_inputs` and recomputes the values itself.
 
 Evidence is ``is_deleted()`` after the call and ``memory_analysis()
-.alias_size_in_bytes``, never ``lowered.args_info``: on JAX 0.10.2 an unused
+.alias_size_in_bytes``, never ``lowered.args_info``: on JAX 0.10.2 and 0.12.0.1 an unused
 argument reads ``donated=True`` there while nothing is aliased or deleted.
 """
 import numpy as np
