@@ -195,7 +195,9 @@ def _train_step(state, batch):
         full = jax.tree.map(lambda a: jax.sharding.reshard(a, REPL), p)
         h = jax.nn.relu(x @ full["dense0"]["w"] + full["dense0"]["b"])
         logits = h @ full["dense1"]["w"] + full["dense1"]["b"]
-        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+        # one-hot: the integer-label gather's gradient over sharded labels needs an
+        # explicit out_sharding on JAX 0.11 and later
+        return optax.softmax_cross_entropy(logits, jax.nn.one_hot(y, logits.shape[-1])).mean()
 
     value, grads = jax.value_and_grad(loss)(params)
     updates, opt_state = _adam.update(grads, opt_state, params)
