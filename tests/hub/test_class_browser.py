@@ -148,7 +148,7 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     assert "autograder" not in repo.stdout and "tests" not in repo.stdout, repo.stdout
     # the server runs the course's venv (Python 3.12 or newer, wherever it lives: pyenv's
     # under root's home is bound back into the learner's namespace, nothing else of it)
-    python = psutil.Process(server_pid(ada)).exe()
+    python = psutil.Process(server_pid(ada)).cmdline()[0]  # the venv's, as the spawner runs it
     version = as_learner_in_server(ada, f"{python} -c 'import sys, jax; print(sys.version_info >= (3, 12), jax.__version__)'")
     assert version.stdout.split() == ["True", metadata.version("jax")], version
     home = as_learner_in_server(ada, "ls -a ~root")
