@@ -107,7 +107,11 @@ def _not_checked(what, why):
 
 @graded(2, "train runs without reading a deleted buffer")
 def test_runs_without_deleted_reads(obs):
-    _train(obs)
+    """`train` returns, and every array in the params and metrics it returns is readable."""
+    record = _train(obs)
+    if record.get("returned_deleted"):
+        fail(TRAIN, "params and metrics whose arrays are all readable",
+             "a returned array is deleted: it was donated to a later step", DELETED_HINT)
     if not _step_donates(obs):
         _not_checked(TRAIN + ", reading nothing deleted",
                      "one step left the old train state alive, so nothing could be deleted")
