@@ -8,10 +8,15 @@ copies the helper beside the lesson notebooks so that they run in JupyterLab too
 
 The build fails when a lesson published no records or its page does not show the
 list, so no lesson can state rules that were not checked by the helper.
+
+Under each list it adds, from the last drift report (``book/drift_report.json``,
+committed by ``make drift``), on which other JAX the page's rules were checked and
+how many held there.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -22,9 +27,23 @@ from sphinx.errors import ExtensionError
 REPO = Path(__file__).resolve().parents[2]
 HELPER = REPO / "book" / "lessons" / "course_rules.py"
 LESSON_PREFIX = "book/lessons/"
+LANDING = "book/intro"  # the landing page asserts its rules the same way
+
+
+def asserts_rules(docname: str) -> bool:
+    return docname.startswith(LESSON_PREFIX) or docname == LANDING
 ARTEFACT = "_static/rules.json"
 NOTEBOOK_DIR = "_notebooks/lessons"  # where course_run.py writes the lesson notebooks
 LIST_DIRECTIVE = "```{glue:md} rules_asserted"
+DRIFT_REPORT = REPO / "book" / "drift_report.json"
+SECTION_ID = "what-this-page-asserts"
+
+
+def _drift_compare():
+    spec = importlib.util.spec_from_file_location("_course_drift_compare", REPO / "scripts" / "drift_compare.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def page_records(glue: dict, docname: str) -> list[dict]:
@@ -41,9 +60,24 @@ def page_records(glue: dict, docname: str) -> list[dict]:
 
 def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
     """A lesson must show the list rendered from its records (not one typed by hand)."""
-    if docname.startswith(LESSON_PREFIX) and LIST_DIRECTIVE not in source[0]:
+    if not asserts_rules(docname):
+        return
+    if LIST_DIRECTIVE not in source[0]:
         raise ExtensionError(f"{docname}: the page does not show its rules "
                              f"({LIST_DIRECTIVE!r} ... ```)")
+    app.env.note_dependency(str(DRIFT_REPORT))  # a new report re-renders the sentence
+
+
+def add_drift_sentence(app: Sphinx, doctree, docname: str) -> None:
+    """The last drift report's sentence for this lesson, under its list of rules."""
+    from docutils import nodes
+
+    if not asserts_rules(docname) or not DRIFT_REPORT.is_file():
+        return
+    sentence = _drift_compare().page_summary(json.loads(DRIFT_REPORT.read_text()), docname)
+    for section in doctree.findall(nodes.section):
+        if SECTION_ID in section["ids"] and sentence:
+            section += nodes.paragraph(text=sentence, classes=["course-drift"])
 
 
 def write_records(app: Sphinx, exception) -> None:
@@ -52,7 +86,7 @@ def write_records(app: Sphinx, exception) -> None:
     from myst_nb.ext.glue.crossref import read_glue_cache
 
     rows = []
-    for docname in sorted(d for d in app.env.found_docs if d.startswith(LESSON_PREFIX)):
+    for docname in sorted(d for d in app.env.found_docs if asserts_rules(d)):
         rows += page_records(read_glue_cache(app.env.mystnb_config.output_folder, docname), docname)
     out = Path(app.outdir)
     (out / ARTEFACT).parent.mkdir(parents=True, exist_ok=True)
@@ -63,5 +97,6 @@ def write_records(app: Sphinx, exception) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", check_source)
+    app.connect("doctree-resolved", add_drift_sentence)
     app.connect("build-finished", write_records)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

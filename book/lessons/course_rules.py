@@ -15,12 +15,16 @@ folder (at build, and in the learner's workspace, where the build copies it).
 from __future__ import annotations
 
 import json
+import os
 import re
 
-# id -> {"id", "statement", "jax"}, in the order the page first asserted them
+# id -> {"id", "statement", "jax", "held"}, in the order the page first asserted them
 _RECORDS: dict[str, dict] = {}
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 RECORDS_KEY = "rules_records"
+# Set by the drift report (scripts/drift.py): a rule that does not hold on another JAX
+# is recorded with held False instead of stopping the lesson, so every rule is reported.
+KEEP_GOING = "COURSE_RULES_KEEP_GOING"
 LIST_KEY = "rules_asserted"
 
 
@@ -42,17 +46,21 @@ def rule(rule_id: str, statement: str, condition) -> None:
     ``condition``: anything ``bool()`` accepts (a Python or NumPy/JAX scalar bool),
     computed by the cell on this JAX.
 
-    Raises :class:`RuleBroken` when ``condition`` is false, and ``ValueError`` when
-    ``rule_id`` is malformed or was used before with another statement.
+    Raises :class:`RuleBroken` when ``condition`` is false (unless the environment
+    sets :data:`KEEP_GOING`: then the record says ``held: False``), and ``ValueError``
+    when ``rule_id`` is malformed or was used before with another statement.
     """
     if not _ID.match(rule_id):
         raise ValueError(f"rule id {rule_id!r}: lowercase words joined by '-'")
     known = _RECORDS.get(rule_id)
     if known is not None and known["statement"] != statement:
         raise ValueError(f"rule id {rule_id!r} is already used for: {known['statement']}")
-    if not bool(condition):
+    held = bool(condition)
+    if not held and not os.environ.get(KEEP_GOING):
         raise RuleBroken(f"{rule_id}: {statement}")
-    _RECORDS.setdefault(rule_id, {"id": rule_id, "statement": statement, "jax": _jax_version()})
+    known = _RECORDS.setdefault(rule_id, {"id": rule_id, "statement": statement,
+                                          "jax": _jax_version(), "held": held})
+    known["held"] = known["held"] and held
 
 
 def records() -> list[dict]:

@@ -29,14 +29,22 @@ def test_a_rule_that_holds_is_recorded_once_with_the_jax_version(rules):
     rules.rule("pairing-fifo", "an output takes the first donated input of its shape", True)
     assert rules.records() == [
         {"id": "pairing-fifo", "statement": "an output takes the first donated input of its shape",
-         "jax": jax.__version__},
-        {"id": "deleted-after", "statement": "a taken donation deletes the input", "jax": jax.__version__}]
+         "jax": jax.__version__, "held": True},
+        {"id": "deleted-after", "statement": "a taken donation deletes the input", "jax": jax.__version__,
+         "held": True}]
 
 
 def test_a_rule_that_fails_raises_with_its_statement_and_is_not_recorded(rules):
     with pytest.raises(AssertionError, match="no-warning: it prints nothing"):
         rules.rule("no-warning", "it prints nothing", jax.numpy.array(False))
     assert rules.records() == []
+
+
+def test_the_drift_report_records_a_broken_rule_and_goes_on(rules, monkeypatch):
+    monkeypatch.setenv(rules.KEEP_GOING, "1")
+    rules.rule("no-warning", "it prints nothing", False)
+    rules.rule("still-asserted", "later rules are still checked", True)
+    assert [(r["id"], r["held"]) for r in rules.records()] == [("no-warning", False), ("still-asserted", True)]
 
 
 def test_ids_are_words_and_one_id_has_one_statement(rules):
@@ -66,9 +74,9 @@ def test_the_site_collects_each_page_s_records_or_fails():
 CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.M | re.S)
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
+@pytest.mark.parametrize("lesson", [f"lessons/{name}" for name in LESSONS] + ["intro"])
 def test_a_lesson_asserts_only_through_rule_and_shows_its_list(lesson):
-    source = (REPO / "book" / "lessons" / f"{lesson}.md").read_text(encoding="utf-8")
+    source = (REPO / "book" / f"{lesson}.md").read_text(encoding="utf-8")
     for cell in CODE_CELL.findall(source):
         bare = [line for line in cell.splitlines() if re.match(r"\s*assert\b", line)]
         assert not bare, f"{lesson}: state these through rule(): {bare}"
