@@ -230,3 +230,18 @@ def test_each_page_lists_exactly_the_rules_its_build_recorded(built_site, lesson
     shown = [_text(item) for item in RULE_ITEM.findall(section.group(1))]
     assert shown == [f"{r['id']}: {r['statement']}" for r in records]
     assert all(r["jax"] for r in records)
+
+
+def test_each_list_says_where_the_last_drift_report_checked_it(built_site):
+    # book/drift_report.json is the committed last report of `make drift`
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import drift_compare
+
+    report = json.loads((REPO / "book" / "drift_report.json").read_text())
+    for lesson in [f"lessons/{name}" for name in LESSONS] + ["intro"]:
+        sentence = drift_compare.page_summary(report, f"book/{lesson}")
+        assert sentence, f"{lesson}: the last drift report has no rule of this page"
+        section = RULES_SECTION.search(page(built_site, f"book/{lesson}.html")).group(1)
+        assert sentence in _text(section), lesson
