@@ -177,6 +177,13 @@ def course_observation() -> dict:
     return {"jax": rules[0]["jax"] if rules else "?", "rules": rules, "glue": glue, "samples": samples}
 
 
+def report_text(report: dict) -> str:
+    """The report as JSON with one row per line (the committed copy stays readable in a diff)."""
+    head = {k: v for k, v in report.items() if k != "rows"}
+    rows = ",\n".join(" " + json.dumps(r) for r in report["rows"])
+    return json.dumps(head)[:-1] + ', "rows": [\n' + rows + "\n]}\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -200,7 +207,7 @@ def main(argv=None) -> int:
     print("\n".join(drift_compare.format_report(rows, old["jax"], new["jax"])))
     report = {"old_jax": old["jax"], "new_jax": new["jax"], "python": new["python"],
               "date": datetime.date.today().isoformat(), "rows": rows}
-    text = json.dumps(report, indent=1) + "\n"
+    text = report_text(report)
     (BUILD / "drift" / f"report-{new['jax']}.json").write_text(text)
     LAST_REPORT.write_text(text)
     print(f"==> report: _build/drift/report-{new['jax']}.json and {LAST_REPORT.relative_to(REPO)}")
