@@ -7,6 +7,7 @@
 #   make test-fast  the fast tier only: no site build, browser, nbgrader kernel, grading
 #                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
+#   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule
 # .venv is made from Python 3.12 or newer: PYTHON=/path/to/python3.12 when given, else
 # the one scripts/find_python.sh finds (the PATH, then pyenv's). A .venv made from an
 # older Python is made again.
@@ -28,7 +29,7 @@ GRADESCOPE_VISIBILITY ?= visible
 # (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
 ASSIGNMENTS = $(shell $(READER) -c "from autograder.exercises import names; print(*names())")
 
-.PHONY: venv release book serve hub test test-fast gradescope clean
+.PHONY: venv release book serve hub test test-fast gradescope drift clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -111,6 +112,16 @@ gradescope: venv
 	@for ex in $(ASSIGNMENTS); do \
 	  JAX_PLATFORMS=cpu $(BIN)/python -m autograder gradescope "$$ex" --out "$(GRADESCOPE_OUT)" \
 	    --visibility "$(GRADESCOPE_VISIBILITY)" || exit 1; done
+
+# The drift report (scripts/drift.py): every lesson executed and every sample graded in
+# a throwaway venv with JAX $(JAX) on $(DRIFT_PYTHON), compared with this build; it
+# prints same / changed / failed per rule, glued value and sample, and writes
+# book/drift_report.json (commit it: the lessons say from it where their rules held).
+JAX ?=
+DRIFT_PYTHON ?= $(call default,DRIFT_PYTHON)
+drift: book
+	@test -n "$(JAX)" || { echo "==> say which JAX: make drift JAX=0.10.2"; exit 2; }
+	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)"
 
 clean:
 	rm -rf _build exercises/release exercises/gradebook.db

@@ -107,6 +107,10 @@ RELEASE = ("nbgrader", "generate_assignment", "--force", "--log-level=ERROR")
 """nbgrader's release of one exercise, run in ``exercises/``; the exercise's name
 follows (``make release``, the tests' released course, the benchmarks)."""
 
+DRIFT_PYTHON = "/usr/bin/python3.11"
+"""The interpreter ``make drift`` builds its throwaway venv with (Debian's, which needs
+no download beyond the package registries); ``DRIFT_PYTHON=...`` picks another."""
+
 ENVIRONMENT = {
     "HOST": HOST, "PORT": PORT, "GRADER_PORT": GRADER_PORT, "JUPYTER_PORT": JUPYTER_PORT,
     "HUB_API_PORT": HUB_API_PORT, "PROXY_API_PORT": PROXY_API_PORT, "SITE_PORT": SITE_PORT,

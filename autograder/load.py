@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import exercises, learner_submit, notebook
+from autograder import checks_table, exercises, learner_submit, notebook
 from autograder.notebook import checksum as compute_checksum
 from autograder.notebook import is_grade, is_solution
 
@@ -278,13 +278,15 @@ def _code_cells(sub, nb_cells):
 @functools.lru_cache(maxsize=None)
 def instructor_cells(exercise):
     """Locked cells of the instructor's notebook, by nbgrader grade_id: the source
-    notebook's and the submit cells nbgrader adds at release (as its gradebook has them)."""
+    notebook's, and the checks table and submit cells nbgrader adds at release (as its
+    gradebook has them)."""
     path = exercises.get(exercise).source
     try:
         nb_cells = notebook.cells(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError):
         return {}
-    nb_cells += notebook.cells({"nbformat": 4, "cells": learner_submit.cells(exercise)})
+    added = [checks_table.notebook_cell(exercise), *learner_submit.cells(exercise)]  # at release
+    nb_cells += notebook.cells({"nbformat": 4, "cells": added})
     return {_meta(c)["grade_id"]: c for c in nb_cells
             if _meta(c).get("locked") and not _meta(c).get("solution")}
 

@@ -150,6 +150,8 @@ def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
     wanted = {f"lessons/{nb.name}": nb for nb in sorted(lessons.glob("*.ipynb"))}
     if not wanted:
         raise SystemExit(f"no lesson notebooks in {lessons}: build the site first (make book)")
+    # the helper the lessons' hidden cells assert their rules with (book/lessons/course_rules.py)
+    wanted.update({f"lessons/{py.name}": py for py in sorted(lessons.glob("*.py"))})
     for folder in sorted(p for p in release.iterdir() if p.is_dir()) if release.is_dir() else []:
         for nb in sorted(folder.glob("*.ipynb")):
             wanted[f"{folder.name}/{nb.name}"] = nb

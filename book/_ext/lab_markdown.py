@@ -8,7 +8,8 @@ understands. JupyterLab shows those raw, so a learner who opens a lesson there
 page says ``True``. :func:`lab_notebook` rewrites every markdown cell:
 
 * glued values become the text the page shows (myst-nb's own glue cache and
-  ``format_plain_text``), glued figures become a cell attachment;
+  ``format_plain_text``), glued Markdown (``{glue:md}``) its text, glued figures
+  become a cell attachment;
 * ``{ref}`` and ``{doc}`` become links to the other lesson notebooks (same
   folder) or to an exercise notebook in the learner workspace
   (``../<exercise>/<exercise>.ipynb``), else their text;
@@ -86,6 +87,12 @@ def _directive(ctx: Context, match: re.Match) -> str:
         return ""
     if name in BLOCK_WORDS:
         return f"**{BLOCK_WORDS[name]}**{' ' + body if body else ''}\n"
+    if name == "glue:md":  # a glued Markdown text, e.g. the page's list of asserted rules
+        key = match["arg"].strip()
+        text = ctx.glue.get(key, {}).get("data", {}).get("text/markdown")
+        if text is None:
+            raise KeyError(f"glued Markdown {key!r} is not in this page's glue cache")
+        return text.rstrip("\n") + "\n"
     if name == "glue:figure":
         key = match["arg"].strip()
         png = ctx.glue.get(key, {}).get("data", {}).get("image/png")

@@ -157,6 +157,9 @@ def state_tree_values() -> dict[str, str]:
     v["half_b_aliased"] = 1 in aliased_params(half)
     v["half_alias_bytes"] = alias_bytes(half)
     v["half_lost_bytes"] = nbytes - alias_bytes(half)
+    offered = _tree()  # a real call: the offered (buffer_donor) leaf is not consumed
+    jax.jit(half_b, donate_argnums=0)(offered, g)
+    v["half_b_deleted"] = offered.b.is_deleted()
 
     def pair(s, g):
         return _Tree(s.w - 0.1 * g, s.b + 1.0, jnp.stack([s.step, s.step + 1]))

@@ -207,3 +207,41 @@ def test_lessons_show_the_expected_live_errors_and_warning(built_site):
     assert "Array has been deleted" in silent  # w, consumed under jax.grad
     assert "Some donated buffers were not usable: float32[8]" in silent  # the direct loss call
     assert "donated_invars=(True, False)" in silent  # the forward half under jax.grad
+
+
+RULES_SECTION = re.compile(r'<section id="what-this-page-asserts">(.*?)</section>', re.S)
+RULE_ITEM = re.compile(r"<li>(.*?)</li>", re.S)
+
+
+def _text(fragment: str) -> str:
+    # Sphinx's smart quotes make ' " ... typographic; the records keep them plain
+    text = html.unescape(re.sub(r"<[^>]+>", "", fragment)).replace("\u2026", "...")
+    return " ".join(text.translate(str.maketrans("\u2018\u2019\u201c\u201d", "''\"\"")).split())
+
+
+@pytest.mark.parametrize("lesson", [f"lessons/{name}" for name in LESSONS] + ["intro"])
+def test_each_page_lists_exactly_the_rules_its_build_recorded(built_site, lesson):
+    # the list is what the hidden cells asserted through course_rules.rule, no more, no less
+    records = [r for r in json.loads((built_site / "_static" / "rules.json").read_text())
+               if r["page"] == f"book/{lesson}"]
+    assert records, f"{lesson}: no rule recorded in _static/rules.json"
+    section = RULES_SECTION.search(page(built_site, f"book/{lesson}.html"))
+    assert section, f"{lesson}: no 'What this page asserts' section"
+    shown = [_text(item) for item in RULE_ITEM.findall(section.group(1))]
+    assert shown == [f"{r['id']}: {r['statement']}" for r in records]
+    assert all(r["jax"] for r in records)
+
+
+def test_each_list_says_where_the_last_drift_report_checked_it(built_site):
+    # book/drift_report.json is the committed last report of `make drift`
+    import sys
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import drift_compare
+
+    report = json.loads((REPO / "book" / "drift_report.json").read_text())
+    for lesson in [f"lessons/{name}" for name in LESSONS] + ["intro"]:
+        sentence = drift_compare.page_summary(report, f"book/{lesson}")
+        assert sentence, f"{lesson}: the last drift report has no rule of this page"
+        section = RULES_SECTION.search(page(built_site, f"book/{lesson}.html")).group(1)
+        assert sentence in _text(section), lesson

@@ -64,3 +64,12 @@ def test_hidden_cells_are_collapsed_not_dropped():
     assert cells[0].metadata.jupyter == {"source_hidden": True, "outputs_hidden": True}
     assert cells[1].metadata.jupyter == {"source_hidden": True}
     assert cells[2].source == "7 calls" and "attachments" not in cells[2]
+
+
+def test_glued_markdown_becomes_its_text():
+    glue = dict(GLUE, rules={"data": {"text/markdown": "- `a-rule`: it holds\n", "text/plain": "<Markdown>"}})
+    text = "Before.\n\n```{glue:md} rules\n:format: myst\n```\n\nAfter."
+    assert lab_markdown.rewrite(text, lab_markdown.Context(glue=glue)) == (
+        "Before.\n\n- `a-rule`: it holds\n\nAfter.")
+    with pytest.raises(KeyError, match="rules"):
+        lab_markdown.rewrite(text, ctx())

@@ -40,3 +40,11 @@ def test_a_notebook_the_learner_edited_is_kept(tmp_path):
     nb["cells"][0]["source"] = ["my notes"]
     edited.write_text(json.dumps(nb))
     assert _build(tmp_path, "second")["cells"][0]["source"] == ["my notes"]
+
+
+def test_the_lessons_rule_helper_is_copied_beside_them(tmp_path):
+    # the lessons' hidden cells import it; under the hub the repository is out of reach
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "course_rules.py").write_text("def rule(*a): pass\n")
+    _build(tmp_path, "first")
+    assert (tmp_path / "ws" / "lessons" / "course_rules.py").read_text() == "def rule(*a): pass\n"

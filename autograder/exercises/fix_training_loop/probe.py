@@ -103,6 +103,9 @@ def _train(fn, seed):
     record["batches_deleted"] = _any_deleted(batches)
     try:  # reading what train returned is part of the check: nothing may be deleted
         final, metrics = out
+        # what train hands back must be readable: a deleted array encodes as nothing
+        record["returned_deleted"] = _any_deleted(final) or (
+            isinstance(metrics, dict) and _any_deleted(list(metrics.values())))
         record["metric_keys"] = sorted(map(str, metrics)) if isinstance(metrics, dict) else None
         record["final_params"] = encode_params(final)
         record["losses"] = _losses(metrics.get("losses"))

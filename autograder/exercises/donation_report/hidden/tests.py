@@ -94,11 +94,14 @@ NONEMPTY = [n for n in CASES if n != "empty"]
 
 @graded(1, "format: a dict with leaves, aliased_bytes and total_bytes")
 def test_format(obs, seed):
+    """The report is a dict with exactly the three keys, and `"leaves"` a list of dicts with
+    exactly the six keys."""
     _cases(obs, seed, ["nested"])
 
 
 @graded(1, "each leaf's path, shape, dtype and nbytes")
 def test_leaf_descriptions(obs, seed):
+    """Each leaf's `path`, `shape`, `dtype` and `nbytes` are right, in `jax.tree` order."""
     for name, answer, right in _cases(obs, seed, NONEMPTY):
         for i, (got, want) in enumerate(zip(answer["leaves"], right["leaves"])):
             for key in ("path", "shape", "dtype", "nbytes"):
@@ -112,6 +115,8 @@ def test_leaf_descriptions(obs, seed):
 
 @graded(2, "aliased: exactly the leaves in input_output_alias")
 def test_aliased_flags(obs, seed):
+    """`aliased` is `True` exactly for the leaves whose parameter number appears in
+    `input_output_alias`."""
     for name, answer, right in _cases(obs, seed, NONEMPTY):
         got = [e["aliased"] for e in answer["leaves"]]
         want = [e["aliased"] for e in right["leaves"]]
@@ -127,6 +132,8 @@ def test_aliased_flags(obs, seed):
 
 @graded(2, "output: the output leaf that takes each aliased leaf's buffer")
 def test_outputs(obs, seed):
+    """`output` is the path of the output leaf each aliased leaf is written into, `None` for
+    the others."""
     for name, answer, right in _cases(obs, seed, NONEMPTY):
         got = [e["output"] for e in answer["leaves"]]
         want = [e["output"] for e in right["leaves"]]
@@ -144,6 +151,7 @@ def test_outputs(obs, seed):
 
 @graded(2, "aliased_bytes and total_bytes match the compiled module")
 def test_byte_totals(obs, seed):
+    """`aliased_bytes` equals `alias_size_in_bytes`, and `total_bytes` the sum of `nbytes`."""
     for name, answer, right in _cases(obs, seed, NONEMPTY):
         for key, source in (("aliased_bytes", "memory_analysis().alias_size_in_bytes"),
                             ("total_bytes", "the sum of the leaves' nbytes")):
@@ -155,6 +163,7 @@ def test_byte_totals(obs, seed):
 
 @graded(1, "empty tree: no leaves and zero bytes")
 def test_empty_tree(obs, seed):
+    """An empty tree gives no leaves and zero bytes."""
     [(name, answer, _)] = _cases(obs, seed, ["empty"])
     got = (answer["leaves"], answer["aliased_bytes"], answer["total_bytes"])
     if got != ([], 0, 0):
@@ -164,6 +173,8 @@ def test_empty_tree(obs, seed):
 
 @graded(1, "the caller's state is left intact")
 def test_state_untouched(obs, seed):
+    """A report in the right format comes back, and no leaf of the caller's state is deleted
+    afterwards."""
     # Evidence first: a report that never compiled the step proves nothing about it.
     _cases(obs, seed, ["nested"])
     for name in CASES:

@@ -107,7 +107,11 @@ def _not_checked(what, why):
 
 @graded(2, "train runs without reading a deleted buffer")
 def test_runs_without_deleted_reads(obs):
-    _train(obs)
+    """`train` returns, and every array in the params and metrics it returns is readable."""
+    record = _train(obs)
+    if record.get("returned_deleted"):
+        fail(TRAIN, "params and metrics whose arrays are all readable",
+             "a returned array is deleted: it was donated to a later step", DELETED_HINT)
     if not _step_donates(obs):
         _not_checked(TRAIN + ", reading nothing deleted",
                      "one step left the old train state alive, so nothing could be deleted")
@@ -115,6 +119,7 @@ def test_runs_without_deleted_reads(obs):
 
 @graded(2, "losses equal a reference run")
 def test_losses(obs, seed):
+    """`metrics["losses"]` equals the reference run's five losses."""
     record, ref = _train(obs), reference(seed)
     if not _close(record["losses"], ref["losses"]):
         got = decode_array(record["losses"])
@@ -128,6 +133,7 @@ def test_losses(obs, seed):
 
 @graded(1, "final params, final_loss and max_change")
 def test_final_results(obs, seed):
+    """The returned params, `final_loss` and `max_change` equal the reference run's."""
     record, ref = _train(obs), reference(seed)
     wrong = _params_differ(record["final_params"], ref["final"])
     if wrong:
@@ -142,6 +148,10 @@ def test_final_results(obs, seed):
 
 @graded(1, "metrics hold independent copies; the caller's params and batches survive")
 def test_metric_copies(obs, seed):
+    """`metrics` has exactly the four keys; `start_params` equals the params given; after
+    `train` returns, the caller's `params` and `batches` are readable, and `start_params`
+    stays readable after the caller donates its own `params` to another step; scores 0, "not
+    checked", when the step donates nothing."""
     record, ref = _train(obs), reference(seed)
     if record["metric_keys"] != sorted(METRIC_KEYS):
         fail(f"the metrics dict returned by {TRAIN}", f"exactly the keys {', '.join(METRIC_KEYS)}",
@@ -170,6 +180,9 @@ def test_metric_copies(obs, seed):
 
 @graded(2, "the whole train state is donated and aliased")
 def test_train_state_donated(obs):
+    """`make_train_step` returns the function made by `jax.jit`; every leaf of `(params,
+    opt_state)` is donated; `alias_size_in_bytes` of the compiled step equals the state's
+    total `nbytes`; the old state is deleted after one step."""
     record = obs["step"]
     if not record["jitted"]:
         fail("what make_train_step returns", "the function made by jax.jit(...)",
@@ -195,6 +208,8 @@ def test_train_state_donated(obs):
 
 @graded(1, "the batch is kept, not donated")
 def test_batch_kept(obs):
+    """The batch is not donated and is readable after one step; scores 0, "not checked",
+    when the step donates nothing."""
     record = obs["step"]
     if record["error"] is not None:
         fail(STEP, "a new state and a loss", f"it raised {record['error']}")
@@ -210,6 +225,7 @@ def test_batch_kept(obs):
 
 @graded(1, "one step gives the reference loss and params")
 def test_step_values(obs, seed):
+    """One step returns the reference loss and params."""
     record, ref = obs["step"], reference(seed)
     if record["error"] is not None:
         fail(STEP, "a new state and a loss", f"it raised {record['error']}")

@@ -67,6 +67,8 @@ def _aliased(record, want_bytes, what, fix):
 
 @graded(2, "train_step really donates the state (not the batch)")
 def test_train_step_donates(obs):
+    """`alias_size_in_bytes` of the compiled step equals the state's `nbytes`, every leaf of
+    the old state is deleted after a call, and the batch is not deleted."""
     record = _record(obs, "train_step", TRAIN)
     fix = ("a donate_argnums on a jit called inside another jit does nothing: "
            "donate at the outermost jax.jit")
@@ -80,6 +82,7 @@ def test_train_step_donates(obs):
 
 @graded(1, "train_step still computes one SGD step")
 def test_train_step_values(obs, seed):
+    """The new state equals one SGD step of the given loss."""
     record, want = _record(obs, "train_step", TRAIN), reference(seed)["train"]
     if record["result"] is None:
         fail(f"what {TRAIN} returns", "a dict with the keys 'b' and 'w'", f"a {record['result_type']}")
@@ -92,6 +95,7 @@ def test_train_step_values(obs, seed):
 
 @graded(1, "reset really donates acc")
 def test_reset_donates(obs):
+    """`alias_size_in_bytes` equals `acc.nbytes`, and `acc` is deleted after the call."""
     record = _record(obs, "reset", RESET)
     fix = ("jit drops an argument the function never reads, and its donation with it: "
            "pass keep_unused=True to jax.jit")
@@ -102,6 +106,7 @@ def test_reset_donates(obs):
 
 @graded(1, "reset still returns zeros of acc's shape and dtype")
 def test_reset_values(obs, seed):
+    """`float32` zeros of `acc`'s shape, for an `acc` holding `nan`, `inf` and `-inf`."""
     record, want = _record(obs, "reset", RESET), reference(seed)["reset"]
     if not _close(record["result"], want) or record["dtype"] != "float32":
         got = decode_array(record["result"]) if isinstance(record["result"], str) else None
@@ -113,6 +118,8 @@ def test_reset_values(obs, seed):
 
 @graded(2, "run really donates the state at every step")
 def test_run_donates(obs):
+    """Each of the `n` states handed to `step` is deleted after its call (the test hands
+    `run` a step that records it)."""
     record = _record(obs, "run", RUN)
     flags = record["donated"]
     if len(flags) != RUN_STEPS or not all(flags):
@@ -126,6 +133,8 @@ def test_run_donates(obs):
 
 @graded(1, "run still returns the final state and the history")
 def test_run_values(obs, seed):
+    """The history (the state before each step) and the final state have the given loop's
+    values."""
     record, want = _record(obs, "run", RUN), reference(seed)
     if record["history"] is None or len(record["history"]) != RUN_STEPS:
         fail(f"the history returned by {RUN}", f"a list of {RUN_STEPS} arrays, the state before each step",
@@ -141,6 +150,8 @@ def test_run_values(obs, seed):
 
 @graded(1, "apply_delta really donates state, positionally and by keyword")
 def test_apply_delta_donates(obs):
+    """`alias_size_in_bytes` equals `state.nbytes`; after a positional call and after a
+    keyword call, `state` is deleted and `delta` is not."""
     record = _record(obs, "apply_delta", APPLY)
     fix = "donate the argument that is replaced: donate_argnums=1, or donate_argnames='state'"
     _aliased(record, record["state_bytes"], APPLY, fix)
@@ -154,6 +165,7 @@ def test_apply_delta_donates(obs):
 
 @graded(1, "apply_delta still returns state + delta")
 def test_apply_delta_values(obs, seed):
+    """`state + delta`, called either way."""
     record, want = _record(obs, "apply_delta", APPLY), reference(seed)["apply"]
     for how in ("positional", "keyword"):
         if not _close(record[how]["result"], want):

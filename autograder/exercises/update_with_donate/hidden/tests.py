@@ -85,6 +85,7 @@ def _values_hint(got, state, delta):
 
 @graded(2, "values: the result equals state + delta")
 def test_values(obs, seed):
+    """The result equals `state + delta` for lengths 1, 32, 64 and 3000."""
     for n in VALUE_LENGTHS:
         record = obs["values"][str(n)]
         what = f"{CALL} on random float32 arrays of length {n}"
@@ -102,6 +103,7 @@ def test_values(obs, seed):
 
 @graded(1, "result type: a float32 JAX array of the input's shape")
 def test_result_type(obs):
+    """The result for length 32 is a `float32` `jax.Array` of shape `(32,)`."""
     record = obs["values"]["32"]
     _raised(record, f"{CALL} on length-32 arrays")
     got = (record["is_jax_array"], record["shape"], record["dtype"])
@@ -120,6 +122,7 @@ def test_result_type(obs):
 
 @graded(1, "empty input returns an empty float32 array")
 def test_empty(obs):
+    """Two empty `float32` arrays give an empty `float32` array."""
     record = obs["empty"]
     _raised(record, f"{CALL} on two empty float32 arrays")
     if (record["shape"], record["dtype"]) != ([0], "float32"):
@@ -129,6 +132,7 @@ def test_empty(obs):
 
 @graded(1, "repeated updates with rebinding accumulate")
 def test_rebinding(obs, seed):
+    """`state = update_with_donate(state, delta)` fifty times accumulates fifty `delta`s."""
     record = obs["rebind"]
     what = f"`state = {CALL}` repeated {REBIND_STEPS} times"
     _raised(record, what)
@@ -157,6 +161,9 @@ def _rebind_hint(got, start, delta):
 
 @graded(1, "compiled once: repeated calls reuse the compiled helper")
 def test_compiled_once(obs):
+    """The first call compiles once and a call with a length already seen neither traces nor
+    compiles (JAX's own trace and compile events are counted); an answer that never compiles
+    fails it."""
     rows = obs["compiles"]
     for row in rows:
         _raised(row, f"{CALL} on length-{row['n']} arrays")
@@ -242,6 +249,8 @@ def _donation_hint(helpers, lowered, record):
 
 @graded(2, "state is donated")
 def test_state_donated(obs):
+    """The compiled helper donates one of its two arguments, and `state` reads `is_deleted()
+    == True` after the call."""
     record = obs["values"]["64"]
     _raised(record, f"{CALL} on length-64 arrays")
     helpers = _helpers(obs)
@@ -255,6 +264,8 @@ def test_state_donated(obs):
 
 @graded(1, "delta is kept, not donated")
 def test_delta_kept(obs):
+    """`delta` is not donated while `state` is; scores 0, "not checked", when nothing is
+    donated."""
     record = obs["values"]["64"]
     _raised(record, f"{CALL} on length-64 arrays")
     # A second donated float32[n] argument has no output left to alias, so JAX
@@ -278,6 +289,8 @@ def test_delta_kept(obs):
 
 @graded(1, "the donated state is not read after the call")
 def test_no_read_after_donation(obs):
+    """Each call (lengths 1, 32, 64, 3000) donates `state` and returns without error; scores
+    0, "not checked", when `state` is not donated."""
     for n in VALUE_LENGTHS:
         error = obs["values"][str(n)]["error"]
         if error:  # any error: a call that never returns cannot show a clean lifetime

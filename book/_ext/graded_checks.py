@@ -1,0 +1,45 @@
+"""Sphinx extension: each exercise page's table of graded checks, from its hidden tests.
+
+An exercise page writes
+
+    ```{graded-checks} <exercise>
+    ```
+
+and gets, in its place, the table :mod:`autograder.checks_table` makes from
+``autograder/exercises/<exercise>/hidden/tests.py`` (each check's title, points and
+one-line statement), so the page cannot list a check the grader does not run. The
+page is rebuilt whenever that file changes (a Sphinx dependency).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+
+REPO = Path(__file__).resolve().parents[2]
+MARKER = re.compile(r"^```\{graded-checks\}[ \t]+(?P<exercise>\w+)[ \t]*\n```[ \t]*$", re.M)
+
+
+def _table(app: Sphinx, docname: str, match: re.Match) -> str:
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))  # the autograder package, as the grader imports it
+    from autograder import checks_table, exercises
+
+    name = match["exercise"]
+    if name not in exercises.names():
+        raise ExtensionError(f"{docname}: graded-checks names no exercise: {name!r}")
+    app.env.note_dependency(str(REPO / "autograder" / "exercises" / name / "hidden" / "tests.py"))
+    return checks_table.markdown(name)
+
+
+def render(app: Sphinx, docname: str, source: list[str]) -> None:
+    source[0] = MARKER.sub(lambda m: _table(app, docname, m), source[0])
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("source-read", render)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

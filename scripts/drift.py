@@ -1,0 +1,218 @@
+"""The drift report: the course's rules, glued values and sample grades on another JAX.
+
+    make drift JAX=0.10.2      # DRIFT_PYTHON=... for another interpreter than Debian's 3.11
+
+builds a throwaway venv (``_build/drift/jax-<version>-py<x.y>/``: what the lessons and
+the grader import, at requirements.txt's pins, with JAX's changed, from the same registries), executes every lesson there
+(jupytext + nbclient, every rule recorded, none stopping the lesson) and grades every
+exercise's sample answers with the course's grader, then compares with the course's
+own build (``_build/html/_static/rules.json``, myst-nb's glue caches) and each
+sample's ``expected.json``, and prints rule by rule, value by value and sample by
+sample: same, changed (old -> new) or failed (the error). It writes the full report
+to ``_build/drift/report-<version>.json`` and the last one to ``book/drift_report.json``
+(committed: the lessons' lists say from it on which JAX their rules were also checked).
+
+``--interpreter PATH`` uses an existing interpreter that has the course's packages
+instead of building a venv. The ``observe`` subcommand is what runs inside it.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD = REPO / "_build"
+LESSONS = REPO / "book" / "lessons"
+PAGES = [REPO / "book" / "intro.md", *sorted(LESSONS.glob("*.md"))]  # the pages that assert rules
+SAMPLES = REPO / "autograder" / "exercises"
+LAST_REPORT = REPO / "book" / "drift_report.json"
+GLUE_PREFIX = "application/papermill.record/"
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO))
+import drift_compare  # noqa: E402  (scripts/drift_compare.py)
+from autograder.defaults import DRIFT_PYTHON  # noqa: E402  (standard library only)
+
+
+# What executing the lessons and grading the samples imports, at the course's pins; their
+# own dependencies are left to pip, so another Python (Debian's 3.11.2, say) still
+# resolves: the full requirements.txt pins packages that need a newer patch release.
+DRIFT_PACKAGES = ("numpy", "optax", "matplotlib", "myst-nb", "ipykernel", "nbclient", "jupytext",
+                  "nbformat", "nbgrader", "pytest", "tqdm", "packaging")
+
+
+def drift_requirements(jax_version: str) -> str:
+    """requirements.txt's pins of :data:`DRIFT_PACKAGES`, and JAX at ``jax_version``."""
+    pins = dict(re.findall(r"(?m)^([A-Za-z0-9_.-]+)==(\S+)$", (REPO / "requirements.txt").read_text()))
+    lines = [f"jax=={jax_version}", f"jaxlib=={jax_version}"]
+    lines += [f"{name}=={pins[name]}" if name in pins else name for name in DRIFT_PACKAGES]
+    return "\n".join(lines) + "\n"
+
+
+def venv_for(jax_version: str, python: str) -> Path:
+    """The drift venv's interpreter, created and installed once per (JAX, Python)."""
+    minor = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    venv = BUILD / "drift" / f"jax-{jax_version}-py{minor}"
+    ready = venv / ".installed"
+    if not ready.exists():
+        venv.mkdir(parents=True, exist_ok=True)
+        (venv / "requirements.txt").write_text(drift_requirements(jax_version))
+        print(f"==> creating {venv.relative_to(REPO)} (JAX {jax_version}, Python {minor})", flush=True)
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                        "--progress-bar", "off", "-r", str(venv / "requirements.txt")], check=True)
+        ready.touch()
+    return venv / "bin" / "python"
+
+
+# ------------------------------------------------------------------ inside the drift interpreter
+def _glued(cell) -> dict:
+    out = {}
+    for output in cell.get("outputs", []):
+        name = output.get("metadata", {}).get("scrapbook", {}).get("name")
+        text = output.get("data", {}).get(GLUE_PREFIX + "text/plain", output.get("data", {}).get("text/plain"))
+        if name and text is not None:
+            out[name] = text
+    return out
+
+
+def _errors(cell, index) -> list[str]:
+    if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+        return []
+    return [f"cell {index}: {o['ename']}: {o['evalue'].splitlines()[0] if o['evalue'] else ''}"
+            for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def observe_lesson(path: Path) -> tuple[list, dict, list]:
+    """Execute one page (a MyST notebook); its rule records, glued values and
+    unexpected errors."""
+    import jupytext
+    from nbclient import NotebookClient
+
+    nb = jupytext.read(path)
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    page = path.relative_to(REPO).with_suffix("").as_posix()
+    glue, errors = {}, []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            glue.update(_glued(cell))
+            errors += _errors(cell, index)
+    records = json.loads(glue.pop("rules_records", "[]"))
+    glue.pop("rules_asserted", None)
+    return [dict(r, page=page) for r in records], glue, errors
+
+
+def grade_samples(exercise: str) -> dict:
+    """``{"<exercise>/<sample>": {"score", "failed"} or {"error"}}`` with the course's grader."""
+    sys.path.insert(0, str(REPO))
+    from autograder.judge import hidden_tests
+
+    names = {title: name for name, title, _ in hidden_tests(exercise)}
+    samples = sorted((SAMPLES / exercise / "hidden" / "samples").glob("*.py"))
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run([sys.executable, "-m", "autograder", *map(str, samples), "--exercise", exercise,
+                              "--out", tmp, "--force"], cwd=REPO, capture_output=True, text=True)
+        for sample in samples:
+            result = Path(tmp) / sample.stem / "results.json"
+            if not result.exists():
+                out[f"{exercise}/{sample.stem}"] = {"error": (run.stderr or run.stdout)[-300:] or "no result"}
+                continue
+            data = json.loads(result.read_text())
+            failed = [names.get(t["name"], t["name"]) for t in data.get("tests", []) if t["status"] != "passed"]
+            graded = data.get("tests") and any(t["status"] == "passed" for t in data["tests"])
+            out[f"{exercise}/{sample.stem}"] = {"score": round(data["score"]),
+                                                "failed": failed if graded or not failed else "all"}
+    return out
+
+
+def observe(out: Path) -> None:
+    import platform
+
+    import jax
+
+    os.environ.update({"COURSE_RULES_KEEP_GOING": "1", "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    sys.path.insert(0, str(REPO))
+    from autograder import exercises
+
+    found = {"jax": jax.__version__, "python": platform.python_version(),
+             "rules": [], "glue": {}, "errors": {}, "samples": {}}
+    for path in PAGES:
+        print(f"==> executing {path.relative_to(REPO)} on JAX {jax.__version__}", flush=True)
+        records, glue, errors = observe_lesson(path)
+        page = path.relative_to(REPO).with_suffix("").as_posix()
+        found["rules"] += records
+        found["glue"][page], found["errors"][page] = glue, errors
+    for exercise in exercises.names():
+        print(f"==> grading the samples of {exercise}", flush=True)
+        found["samples"].update(grade_samples(exercise))
+    out.write_text(json.dumps(found, indent=1))
+
+
+# ------------------------------------------------------------------ in the course's interpreter
+def course_observation() -> dict:
+    """What the course's own build observed (run `make book` first)."""
+    rules = json.loads((BUILD / "html" / "_static" / "rules.json").read_text())
+    glue = {}
+    executed = BUILD / "jupyter_execute"
+    for cache in sorted(executed.glob("book/**/*.glue.json")):
+        page = cache.relative_to(executed).as_posix()[:-len(".glue.json")]
+        values = json.loads(cache.read_text())
+        glue[page] = {k: v["data"]["text/plain"] for k, v in values.items()
+                      if "text/plain" in v.get("data", {}) and not k.startswith("rules_")}
+    samples = {}
+    for expected in sorted(SAMPLES.glob("*/hidden/samples/expected.json")):
+        exercise = expected.parents[2].name
+        for name, want in json.loads(expected.read_text()).items():
+            if (expected.parent / f"{name}.py").exists():
+                samples[f"{exercise}/{name}"] = want
+    return {"jax": rules[0]["jax"] if rules else "?", "rules": rules, "glue": glue, "samples": samples}
+
+
+def report_text(report: dict) -> str:
+    """The report as JSON with one row per line (the committed copy stays readable in a diff)."""
+    head = {k: v for k, v in report.items() if k != "rows"}
+    rows = ",\n".join(" " + json.dumps(r) for r in report["rows"])
+    return json.dumps(head)[:-1] + ', "rows": [\n' + rows + "\n]}\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("observe").add_argument("out", type=Path)
+    parser.add_argument("--jax", help="the other JAX release, e.g. 0.10.2")
+    parser.add_argument("--python", default=DRIFT_PYTHON, help="interpreter for the drift venv")
+    parser.add_argument("--interpreter", help="an interpreter with the course's packages (no venv built)")
+    args = parser.parse_args(argv)
+    if args.command == "observe":
+        observe(args.out)
+        return 0
+    if not args.jax and not args.interpreter:
+        parser.error("say which JAX: --jax VERSION (or --interpreter PATH)")
+    old = course_observation()
+    python = args.interpreter or str(venv_for(args.jax, args.python))
+    (BUILD / "drift").mkdir(parents=True, exist_ok=True)
+    observed = BUILD / "drift" / "observed.json"
+    subprocess.run([python, str(Path(__file__).resolve()), "observe", str(observed)], cwd=REPO, check=True)
+    new = json.loads(observed.read_text())
+    rows = drift_compare.compare(old, new)
+    print("\n".join(drift_compare.format_report(rows, old["jax"], new["jax"])))
+    report = {"old_jax": old["jax"], "new_jax": new["jax"], "python": new["python"],
+              "date": datetime.date.today().isoformat(), "rows": rows}
+    text = report_text(report)
+    (BUILD / "drift" / f"report-{new['jax']}.json").write_text(text)
+    LAST_REPORT.write_text(text)
+    print(f"==> report: _build/drift/report-{new['jax']}.json and {LAST_REPORT.relative_to(REPO)}")
+    return 0 if all(r["status"] == drift_compare.SAME for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

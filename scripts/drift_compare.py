@@ -1,0 +1,125 @@
+"""The drift report's comparison: what the course observed on its own JAX against
+what another JAX gives, rule by rule, glued value by glued value, sample by sample.
+
+An *observation* is a dict (JSON) with:
+
+* ``jax``, ``python``: the versions it was made on;
+* ``rules``: ``[{"id", "statement", "page", "jax", "held"}]`` (``held`` missing: True,
+  as in a normal build, where a rule that does not hold stops the build);
+* ``glue``: ``{page: {key: text}}``, each glued value as ``{glue:text}`` shows it;
+* ``errors``: ``{page: [message]}``, cells that raised where no error was expected;
+* ``samples``: ``{"<exercise>/<sample>": {"score": int, "failed": [test names] or "all"}``
+  or ``{"error": message}}``.
+
+:func:`compare` gives one row per rule, value and sample; standard library only, so
+the command and its tests run anywhere.
+"""
+from __future__ import annotations
+
+SAME, CHANGED, FAILED = "same", "changed", "failed"
+
+
+def _row(kind, where, name, status, old=None, new=None, error=None):
+    return {"kind": kind, "where": where, "id": name, "status": status,
+            "old": old, "new": new, "error": error}
+
+
+def _page_error(new, page):
+    errors = new.get("errors", {}).get(page) or []
+    return errors[0] if errors else "not reached on this JAX (its cell did not run)"
+
+
+def _held(record):
+    return "holds" if record.get("held", True) else "does not hold"
+
+
+def compare_rules(old, new):
+    """One row per rule of ``old`` (then any rule only ``new`` asserts)."""
+    theirs = {(r["page"], r["id"]): r for r in new.get("rules", [])}
+    rows = []
+    for mine in old.get("rules", []):
+        key = (mine["page"], mine["id"])
+        other = theirs.pop(key, None)
+        if other is None:
+            rows.append(_row("rule", *key, FAILED, _held(mine), error=_page_error(new, mine["page"])))
+        else:
+            status = SAME if _held(mine) == _held(other) else CHANGED
+            rows.append(_row("rule", *key, status, _held(mine), _held(other)))
+    rows += [_row("rule", *key, CHANGED, "not asserted", _held(r)) for key, r in theirs.items()]
+    return rows
+
+
+def compare_glue(old, new):
+    """One row per glued value of ``old``."""
+    rows = []
+    for page, values in sorted(old.get("glue", {}).items()):
+        theirs = new.get("glue", {}).get(page, {})
+        for key, text in sorted(values.items()):
+            if key not in theirs:
+                rows.append(_row("glue", page, key, FAILED, text, error=_page_error(new, page)))
+            else:
+                rows.append(_row("glue", page, key, SAME if theirs[key] == text else CHANGED, text, theirs[key]))
+    return rows
+
+
+def _grade(result):
+    failed = result.get("failed")
+    failed = "all" if failed == "all" else sorted(failed or [])
+    return {"score": result.get("score"), "failed": failed}
+
+
+def compare_samples(old, new):
+    """One row per sample answer of ``old``: its score and failed checks."""
+    rows = []
+    for name, mine in sorted(old.get("samples", {}).items()):
+        exercise, _, sample = name.partition("/")
+        other = new.get("samples", {}).get(name)
+        if other is None or "error" in other:
+            error = (other or {}).get("error", "not graded on this JAX")
+            rows.append(_row("sample", exercise, sample, FAILED, _grade(mine), error=error))
+            continue
+        a, b = _grade(mine), _grade(other)
+        # "all" (nothing could be graded) has no list to compare: the score says it
+        same = a["score"] == b["score"] and ("all" in (a["failed"], b["failed"]) or a == b)
+        rows.append(_row("sample", exercise, sample, SAME if same else CHANGED, a, b))
+    return rows
+
+
+def compare(old, new):
+    """Every row of the report: rules, then glued values, then samples."""
+    return compare_rules(old, new) + compare_glue(old, new) + compare_samples(old, new)
+
+
+def _show(value):
+    if isinstance(value, dict):
+        failed = value["failed"]
+        return f"{value['score']} points, failed {failed if failed == 'all' else ', '.join(failed) or 'none'}"
+    return str(value)
+
+
+def format_report(rows, old_jax, new_jax):
+    """The report as lines of text: a header, one line per row, the totals."""
+    lines = [f"drift report: JAX {old_jax} (the course) against JAX {new_jax}"]
+    for r in rows:
+        line = f"{r['kind']:6} {r['where']} {r['id']}: {r['status']}"
+        if r["status"] == CHANGED:
+            line += f" ({_show(r['old'])} -> {_show(r['new'])})"
+        elif r["status"] == FAILED:
+            line += f" ({r['error']})"
+        lines.append(line)
+    counts = {s: sum(r["status"] == s for r in rows) for s in (SAME, CHANGED, FAILED)}
+    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()))
+    return lines
+
+
+def page_summary(report, page):
+    """One sentence for lesson ``page`` from a saved report (``{"old_jax", "new_jax",
+    "python", "date", "rows"}``): on which JAX its rules were checked, and how they fared."""
+    rules = [r for r in report["rows"] if r["kind"] == "rule" and r["where"] == page]
+    if not rules:
+        return ""
+    held = sum(r["status"] == SAME and r["old"] == "holds" for r in rules)
+    text = (f"The drift report of {report['date']} also ran them on JAX {report['new_jax']} "
+            f"(Python {report['python']}): {held} of {len(rules)} held")
+    others = [r["id"] for r in rules if not (r["status"] == SAME and r["old"] == "holds")]
+    return text + (f"; not: {', '.join(others)}." if others else ".")

@@ -1,0 +1,69 @@
+"""The drift report's comparison (scripts/drift_compare.py) on small observations.
+Fast: no venv, no lesson is executed (the command itself is `make drift`)."""
+from __future__ import annotations
+
+import sys
+
+from tests.conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import drift_compare  # noqa: E402  (scripts/drift_compare.py)
+
+PAGE = "book/lessons/x"
+OLD = {"jax": "0.12.0", "python": "3.12.3",
+       "rules": [{"id": "a", "statement": "A", "page": PAGE, "jax": "0.12.0"},
+                 {"id": "b", "statement": "B", "page": PAGE, "jax": "0.12.0"},
+                 {"id": "c", "statement": "C", "page": PAGE, "jax": "0.12.0"}],
+       "glue": {PAGE: {"n": "16", "m": "True", "late": "4"}},
+       "samples": {"ex/reference": {"score": 10, "failed": []},
+                   "ex/broken": {"score": 7, "failed": ["test_y", "test_x"]},
+                   "ex/misnamed": {"score": 0, "failed": "all"},
+                   "ex/timeout": {"score": 3, "failed": ["test_x"]}}}
+NEW = {"jax": "0.10.2", "python": "3.11.2",
+       "rules": [{"id": "a", "statement": "A", "page": PAGE, "jax": "0.10.2", "held": True},
+                 {"id": "b", "statement": "B", "page": PAGE, "jax": "0.10.2", "held": False}],
+       "glue": {PAGE: {"n": "16", "m": "False"}},
+       "errors": {PAGE: ["cell 9: ValueError: no such option"]},
+       "samples": {"ex/reference": {"score": 10, "failed": []},
+                   "ex/broken": {"score": 7, "failed": ["test_x", "test_y"]},
+                   "ex/misnamed": {"score": 0, "failed": ["test_x", "test_y"]},
+                   "ex/timeout": {"error": "timed out after 60 s"}}}
+
+
+def _status(rows):
+    return [(r["kind"], r["id"], r["status"]) for r in rows]
+
+
+def test_rules_same_changed_or_failed_with_the_page_error():
+    rows = drift_compare.compare_rules(OLD, NEW)
+    assert _status(rows) == [("rule", "a", "same"), ("rule", "b", "changed"), ("rule", "c", "failed")]
+    assert (rows[1]["old"], rows[1]["new"]) == ("holds", "does not hold")
+    assert rows[2]["error"] == "cell 9: ValueError: no such option"
+
+
+def test_glued_values_compared_as_the_page_shows_them():
+    rows = drift_compare.compare_glue(OLD, NEW)
+    assert _status(rows) == [("glue", "late", "failed"), ("glue", "m", "changed"), ("glue", "n", "same")]
+    assert (rows[1]["old"], rows[1]["new"]) == ("True", "False")
+
+
+def test_samples_by_score_and_failed_checks_in_any_order():
+    rows = drift_compare.compare_samples(OLD, NEW)
+    assert _status(rows) == [("sample", "broken", "same"), ("sample", "misnamed", "same"),
+                             ("sample", "reference", "same"), ("sample", "timeout", "failed")]
+    assert rows[3]["error"] == "timed out after 60 s"
+    changed = drift_compare.compare_samples(OLD, {"samples": {"ex/reference": {"score": 8, "failed": ["t"]}}})
+    assert changed[2]["status"] == "changed" and changed[2]["new"] == {"score": 8, "failed": ["t"]}
+
+
+def test_the_printed_report_and_the_site_sentence():
+    rows = drift_compare.compare(OLD, NEW)
+    lines = drift_compare.format_report(rows, "0.12.0", "0.10.2")
+    assert lines[0] == "drift report: JAX 0.12.0 (the course) against JAX 0.10.2"
+    assert f"rule   {PAGE} b: changed (holds -> does not hold)" in lines
+    assert f"sample ex timeout: failed (timed out after 60 s)" in lines
+    assert lines[-1] == "5 same, 2 changed, 3 failed"
+    report = {"old_jax": "0.12.0", "new_jax": "0.10.2", "python": "3.11.2", "date": "2026-12-02", "rows": rows}
+    assert drift_compare.page_summary(report, PAGE) == (
+        "The drift report of 2026-12-02 also ran them on JAX 0.10.2 (Python 3.11.2): 1 of 3 held; not: b, c.")
+    assert drift_compare.page_summary(report, "book/lessons/other") == ""
