@@ -17,6 +17,9 @@ the command and its tests run anywhere.
 from __future__ import annotations
 
 SAME, CHANGED, FAILED = "same", "changed", "failed"
+# A glued value that is the version itself (the JAX or Python a page ran on): it must
+# differ, so it is shown but is no drift.
+VERSION = "version"
 
 
 def _row(kind, where, name, status, old=None, new=None, error=None):
@@ -58,8 +61,21 @@ def compare_glue(old, new):
             if key not in theirs:
                 rows.append(_row("glue", page, key, FAILED, text, error=_page_error(new, page)))
             else:
-                rows.append(_row("glue", page, key, SAME if theirs[key] == text else CHANGED, text, theirs[key]))
+                rows.append(_row("glue", page, key, _glue_status(old, new, text, theirs[key]),
+                                 text, theirs[key]))
     return rows
+
+
+def _glue_status(old, new, mine, theirs):
+    if mine == theirs:
+        return SAME
+    versions = [(old.get(k), new.get(k)) for k in ("jax", "python")]
+    return VERSION if (mine, theirs) in versions else CHANGED
+
+
+def drifted(rows):
+    """Whether any row shows drift: a rule, value or sample that changed or failed."""
+    return any(r["status"] in (CHANGED, FAILED) for r in rows)
 
 
 def _grade(result):
@@ -102,13 +118,16 @@ def format_report(rows, old_jax, new_jax):
     lines = [f"drift report: JAX {old_jax} (the course) against JAX {new_jax}"]
     for r in rows:
         line = f"{r['kind']:6} {r['where']} {r['id']}: {r['status']}"
-        if r["status"] == CHANGED:
+        if r["status"] in (CHANGED, VERSION):
             line += f" ({_show(r['old'])} -> {_show(r['new'])})"
         elif r["status"] == FAILED:
             line += f" ({r['error']})"
         lines.append(line)
     counts = {s: sum(r["status"] == s for r in rows) for s in (SAME, CHANGED, FAILED)}
-    lines.append(", ".join(f"{n} {s}" for s, n in counts.items()))
+    total = ", ".join(f"{n} {s}" for s, n in counts.items())
+    versions = sum(r["status"] == VERSION for r in rows)
+    lines.append(total + (f", {versions} version numbers (glued as values: expected to differ)"
+                          if versions else ""))
     return lines
 
 

@@ -67,3 +67,14 @@ def test_the_printed_report_and_the_site_sentence():
     assert drift_compare.page_summary(report, PAGE) == (
         "The drift report of 2026-12-02 also ran them on JAX 0.10.2 (Python 3.11.2): 1 of 3 held; not: b, c.")
     assert drift_compare.page_summary(report, "book/lessons/other") == ""
+
+
+def test_a_glued_version_is_shown_but_is_no_drift():
+    old = dict(OLD, glue={PAGE: {"built_jax": "0.12.0", "built_python": "3.12.3"}}, rules=[],
+               samples={})
+    new = dict(NEW, glue={PAGE: {"built_jax": "0.10.2", "built_python": "3.11.2"}}, rules=[],
+               samples={}, errors={})
+    rows = drift_compare.compare(old, new)
+    assert [r["status"] for r in rows] == [drift_compare.VERSION] * 2
+    assert not drift_compare.drifted(rows)
+    assert drift_compare.drifted(drift_compare.compare(OLD, NEW))
