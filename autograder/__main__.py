@@ -1,5 +1,9 @@
 """Command line: ``python -m autograder PATH... --out DIR``.
 
+Grades files (``DIR/<stem>/results.json``) and nbgrader ``submitted/`` trees,
+every exercise of every learner (``DIR/<student>/<exercise>/results.json``);
+``DIR/summary.csv`` has a row for each, with its exercise.
+
 ``python -m autograder gradescope EXERCISE --out DIR`` builds a Gradescope
 autograder zip instead (:mod:`autograder.gradescope`).
 
@@ -26,7 +30,9 @@ def parse(argv):
                                        "builds a Gradescope autograder zip (see its --help).")
     p.add_argument("paths", nargs="+", help=".ipynb or .py files, or folders such as nbgrader's submitted/")
     p.add_argument("--out", required=True, help="folder for <name>/results.json and summary.csv")
-    p.add_argument("--exercise", choices=exercise_names(), help="default: from the path")
+    p.add_argument("--exercise", choices=exercise_names(),
+                   help="the exercise files answer (default: from the path); in an nbgrader "
+                        "tree, grade only this exercise's notebooks")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
     p.add_argument("--timeout", type=float, default=defaults.CLI_TIMEOUT_S,
                    help=f"seconds per submission (default {defaults.CLI_TIMEOUT_S:g})")
@@ -50,6 +56,7 @@ def main(argv=None):
     found, skipped = pipeline.find(args.paths)
     for path, reason in skipped:
         print(f"skipped {path}: {reason}", file=sys.stderr)
+    found = _only(found, args.exercise)
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     os.makedirs(args.out, exist_ok=True)
     # The zygote imports JAX while the submissions are read.
@@ -71,6 +78,19 @@ def main(argv=None):
     failures = _grade_all(todo, limits, args, hide)
     pipeline.summarize(args.out)
     return 1 if failures else 0
+
+
+def _only(found, exercise):
+    """``found`` without an nbgrader tree's notebooks of exercises other than ``exercise``
+    (None: all): a tree says which exercise each notebook answers, so ``--exercise``
+    picks among them instead of grading the others as answers to it."""
+    if exercise is None:
+        return found
+    kept = [f for f in found if f[2] in (None, exercise)]
+    if len(kept) < len(found):
+        print(f"--exercise {exercise}: left out {len(found) - len(kept)} notebooks of "
+              "other exercises in the nbgrader tree", file=sys.stderr)
+    return kept
 
 
 def _grade_all(todo, limits, args, hide):

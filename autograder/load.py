@@ -62,23 +62,24 @@ def find(paths):
     """Expand files and nbgrader trees into ``(name, path, assignment)`` triples.
 
     Returns ``(found, skipped)``; ``skipped`` lists ``(path, reason)``.
-    In an nbgrader tree only ``submitted/<student>/<assignment>/<assignment>.ipynb``
-    is graded, named after the student: one result per learner, and nothing a
-    learner puts in their own folder can be graded under another name.
-    Elsewhere a file is named by its stem (``<folder>-<stem>`` when two
-    stems clash). Symbolic links are never followed.
+    In an nbgrader tree each ``submitted/<student>/<assignment>/<assignment>.ipynb``
+    of a course exercise is graded, named ``<student>/<assignment>``: one result
+    per learner and exercise, and nothing a learner puts in their own folder can
+    be graded under another name or exercise. Elsewhere a file is named by its
+    stem (``<folder>-<stem>`` when two stems clash; such a name has no ``/``) and
+    ``assignment`` is None. Symbolic links are never followed.
     """
     found, skipped, names = [], [], set()
     for root in map(Path, paths):
         for path in _files(root, skipped):
             parts = path.parts
             if "submitted" in parts[:-1]:
-                if len(parts) < 4 or parts[-4] != "submitted" or path.name != f"{parts[-2]}.ipynb":
-                    skipped.append((path, "not the assignment's notebook in an nbgrader tree"))
-                    continue
-                name, assignment = parts[-3], parts[-2]
-                if name in names:
-                    skipped.append((path, f"a second submission for {name}"))
+                reason = _not_gradable_in_tree(path)
+                name, assignment = "/".join(parts[-3:-1]), parts[-2]
+                if reason is None and name in names:
+                    reason = f"a second notebook for {parts[-3]}'s {assignment}"
+                if reason:
+                    skipped.append((path, reason))
                     continue
             else:
                 name, assignment = path.stem, None
@@ -89,6 +90,16 @@ def find(paths):
             names.add(name)
             found.append((name, path, assignment))
     return found, skipped
+
+
+def _not_gradable_in_tree(path):
+    """Why ``path``, under a ``submitted`` folder, is not graded (None: it is)."""
+    parts = path.parts
+    if len(parts) < 4 or parts[-4] != "submitted" or path.name != f"{parts[-2]}.ipynb":
+        return "not the assignment's notebook in an nbgrader tree"
+    if parts[-2] not in exercises.names():
+        return f"{parts[-2]} is not one of this course's exercises ({', '.join(exercises.names())})"
+    return None
 
 
 def _files(root, skipped):

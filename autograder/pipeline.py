@@ -127,7 +127,7 @@ def judge(sub, outcome, hex_digest, seconds=0.0):
                                               f"produced ({type(exc).__name__}); please tell "
                                               "your instructor", "error")
     return GradingResult(checks, output, status, hex_digest, seconds,
-                         outcome.output_tail if outcome else "")
+                         outcome.output_tail if outcome else "", sub.exercise)
 
 
 def _judge(sub, outcome, hex_digest):
@@ -174,7 +174,8 @@ def grader_fault(exercise, exc, hex_digest=""):
     """A result for a submission the grader itself failed on (a bug, not the learner's)."""
     message = (f"the grader failed on this submission ({type(exc).__name__}); "
                "please tell your instructor")
-    return GradingResult(autograder.judge.not_run(exercise), message, "error", hex_digest)
+    return GradingResult(autograder.judge.not_run(exercise), message, "error", hex_digest,
+                         exercise=exercise)
 
 
 def stored(data, exercise):

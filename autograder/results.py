@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-SUMMARY_FIELDS = ("submission", "score", "max_score", "status", "output")
+SUMMARY_FIELDS = ("submission", "exercise", "score", "max_score", "status", "output")
 LEARNER_OUTPUT_CHARS = 2000  # of the learner's printed output kept for the instructor
 
 
@@ -64,7 +64,8 @@ class GradingResult:
     ``timeout`` or ``memory``, ``error`` for a grader fault); ``digest`` is
     the hex identity of what was graded (:func:`autograder.pipeline.digest`);
     ``seconds`` the wall time of grading; ``learner_output`` the end of what
-    the learner's code printed (at most :data:`LEARNER_OUTPUT_CHARS`).
+    the learner's code printed (at most :data:`LEARNER_OUTPUT_CHARS`);
+    ``exercise`` the exercise graded ("" in a result stored before it was kept).
     """
 
     checks: tuple
@@ -73,6 +74,7 @@ class GradingResult:
     digest: str = ""
     seconds: float = 0.0
     learner_output: str = ""
+    exercise: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "checks", tuple(self.checks))
@@ -98,7 +100,7 @@ class GradingResult:
             "execution_time": round(self.seconds, 3),
             "tests": [c.to_gradescope(visibility) for c in self.checks],
             "extra_data": {"status": self.status, "digest": self.digest,
-                           "learner_output": self.learner_output},
+                           "learner_output": self.learner_output, "exercise": self.exercise},
         }
 
     def to_record(self):
@@ -121,7 +123,8 @@ class GradingResult:
         checks = [CheckResult(grade_ids.get(t["name"]), t["name"], t["score"], t["max_score"],
                               t["status"], t["output"]) for t in data["tests"]]
         return cls(checks, data["output"], extra.get("status", "graded"), extra.get("digest", ""),
-                   data.get("execution_time", 0.0), extra.get("learner_output", ""))
+                   data.get("execution_time", 0.0), extra.get("learner_output", ""),
+                   extra.get("exercise", ""))
 
 
 def atomic_write(path, text):
@@ -156,14 +159,21 @@ def read_results(out_dir, name):
 
 
 def write_summary(out_dir):
-    """Rebuild ``summary.csv`` from every ``*/results.json`` under ``out_dir``."""
+    """Rebuild ``summary.csv`` from every results.json under ``out_dir``: a file's
+    ``<name>/results.json`` and an nbgrader tree's ``<student>/<exercise>/results.json``,
+    one row each (``submission`` is the name or the student)."""
+    out_dir = Path(out_dir)
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(SUMMARY_FIELDS)
-    for path in sorted(Path(out_dir).glob("*/results.json")):
-        data = read_results(out_dir, path.parent.name)
+    for path in sorted([*out_dir.glob("*/results.json"), *out_dir.glob("*/*/results.json")]):
+        name = path.parent.relative_to(out_dir)
+        data = read_results(out_dir, name)
         if data is None:
             continue
-        writer.writerow([path.parent.name, data["score"], data["max_score"],
-                         data["extra_data"]["status"], data["output"].splitlines()[0]])
-    atomic_write(Path(out_dir) / "summary.csv", buf.getvalue())
+        extra = data["extra_data"]
+        # a result written before results kept their exercise: a tree's folder names it
+        exercise = extra.get("exercise") or (name.name if len(name.parts) > 1 else "")
+        writer.writerow([name.parts[0], exercise, data["score"], data["max_score"],
+                         extra["status"], data["output"].splitlines()[0]])
+    atomic_write(out_dir / "summary.csv", buf.getvalue())

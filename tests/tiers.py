@@ -42,7 +42,9 @@ NODES = {
     "tests/book/test_book_build.py": {"book"},  # builds small books of its own
     "tests/book/test_serve.py::test_every_printed_url": {"service"},
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},
+    "tests/service/test_new_exercise.py": {"service"},
     "tests/grading/test_cli.py": {"grader"},
+    "tests/grading/test_class_tree.py": {"grader"},
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},
     "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},

@@ -21,8 +21,10 @@ Two parts live where their tools want them: the nbgrader source notebook
 ``tests/grading/test_exercise_folders.py`` fails, naming the part, when any
 part of a registered exercise is missing.
 """
+import ast
 import functools
 import importlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,16 +69,44 @@ class Exercise:
         return REPO / "book" / "exercises" / f"{self.name}.md"
 
 
+_registered = {"stat": None, "names": NAMES}  # NAMES as this file said it when last read
+
+
 def names():
-    """The registered exercises' names, in the course's order."""
-    return NAMES
+    """The registered exercises' names (a tuple of str), in the course's order.
+
+    :data:`NAMES` as this file says it now: read again when the file changes, so a
+    running grading service (and every process it forks) knows an exercise
+    registered after it started. A file that cannot be read mid-edit keeps the
+    list it last had.
+    """
+    here = Path(__file__)
+    try:
+        stat = here.stat()
+        key = (stat.st_mtime_ns, stat.st_size)
+        if key != _registered["stat"]:
+            _registered.update(stat=key, names=_read_names(here.read_text("utf-8")))
+    except (OSError, SyntaxError, ValueError) as exc:
+        logging.getLogger(__name__).warning("kept the exercise list %s: %s",
+                                            _registered["names"], exc)
+    return _registered["names"]
+
+
+def _read_names(text):
+    """The tuple ``NAMES = (...)`` assigns in ``text`` (this module's source)."""
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["NAMES"]:
+            value = ast.literal_eval(node.value)
+            if isinstance(value, tuple) and all(isinstance(n, str) for n in value):
+                return value
+    raise ValueError("no NAMES tuple of names")
 
 
 @functools.lru_cache(maxsize=None)
 def get(name):
     """The :class:`Exercise` called ``name``; ValueError when none is registered."""
-    if name not in NAMES:
-        raise ValueError(f"unknown exercise {name!r}; one of {', '.join(NAMES)}")
+    if name not in names():
+        raise ValueError(f"unknown exercise {name!r}; one of {', '.join(names())}")
     meta = importlib.import_module(f"{__name__}.{name}")
     return Exercise(name=name, title=meta.TITLE, points=meta.POINTS,
                     preload=tuple(meta.PRELOAD), folder=FOLDER / name)

@@ -56,13 +56,18 @@ class Settings:
     max_bytes: int = defaults.MAX_BYTES
     caps: Caps = field(default_factory=Caps)
     origins: tuple = field(default_factory=tuple)
-    exercises: tuple = exercise_names()
     timeout: float = defaults.SERVICE_TIMEOUT_S  # the workers' per-submission limit (s), for wait estimates
     memory_mib: int = defaults.MEMORY_MIB  # the workers' address-space limit per submission
     address: str = ""  # where this service listens, http://host:port (GET /api/config)
     identity: object = None  # None: the learner is who the request says (make serve)
     prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
     recorded: str = defaults.RECORDED  # which graded submission is a grade (recorded.py)
+
+    @property
+    def exercises(self):
+        """The registered exercises (tuple of names) as the registry says now: one
+        registered and released while the service runs is taken at once."""
+        return exercise_names()
 
 
 class Refused(tornado.web.HTTPError):

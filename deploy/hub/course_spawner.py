@@ -17,7 +17,10 @@ three additions, all only when the hub runs as root:
 * **Nothing outlives the server**: when it stops, every process of the
   learner's user is killed (:meth:`CourseSpawner.stop`).
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
-  each start: the lessons and released exercises copied by
+  each start and again while the server runs whenever the release changed (checked
+  at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
+  mid-course reaches running servers without a restart): the lessons and released
+  exercises copied by
   ``scripts/jupyter_local.py``'s ``build_workspace`` (a notebook the learner
   changed is never overwritten) plus the learner JupyterLab's settings
   (nbgrader's assignment list and Validate, no instructor tools). It runs as the
@@ -51,6 +54,13 @@ DEFAULTS = REPO / "autograder" / "defaults.py"
 # What learner_home.py runs with, beside lessons/ and release/ in the staging copy.
 STAGED = (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT, DEFAULTS)
 COURSE_LIB = ".course-lib"
+
+
+def release_state():
+    """Each released notebook with its modification time (a sorted tuple): changes
+    when an exercise is released, or released again."""
+    return tuple(sorted((str(p.relative_to(RELEASE)), p.stat().st_mtime_ns)
+                        for p in RELEASE.glob("*/*.ipynb")))
 
 
 def course_lib(spawner):
@@ -87,6 +97,8 @@ def confine():
 class CourseSpawner(LocalProcessSpawner):
     """LocalProcessSpawner + :func:`confine` + the course workspace (see the module)."""
 
+    _laid = None  # release_state() when the workspace was last laid
+
     def make_preexec_fn(self, name):
         drop = super().make_preexec_fn(name)  # setgroups, setgid, setuid, chdir home
         if os.geteuid() != 0:
@@ -102,6 +114,18 @@ class CourseSpawner(LocalProcessSpawner):
         await asyncio.to_thread(self.lay_workspace)
         return await super().start()
 
+    async def poll(self):
+        """JupyterHub's check that the server runs (every ``poll_interval``, 30 s by
+        default); a running server whose workspace predates the release gets it laid
+        again: a new exercise appears in the learner's file browser, no restart."""
+        status = await super().poll()
+        if status is None and self._laid != release_state():
+            try:
+                await asyncio.to_thread(self.lay_workspace)
+            except Exception:  # the server still runs: say so, and try at the next poll
+                self.log.exception("could not lay the new release for %s", self.user.name)
+        return status
+
     async def stop(self, now=False):
         """Stop the server, then every process of the learner's user: nothing a learner
         started (``setsid nohup``, a daemon) outlives their server."""
@@ -113,6 +137,7 @@ class CourseSpawner(LocalProcessSpawner):
         """Copy the course into the learner's home, as the learner (see the module)."""
         name = self.user.name
         home = pwd.getpwnam(name).pw_dir
+        state = release_state()  # before copying: a release made meanwhile is laid next
         if os.geteuid() == 0:
             os.chmod(home, 0o700)  # other learners cannot read it
         staging = Path(tempfile.mkdtemp(prefix="course-workspace-", dir="/var/tmp"))
@@ -132,4 +157,5 @@ class CourseSpawner(LocalProcessSpawner):
         if done.returncode != 0:
             raise RuntimeError(f"could not lay the course workspace in {home}: "
                                f"{done.stderr[-2000:]}")
+        self._laid = state
         self.log.info("course workspace for %s: %s", name, done.stdout.strip())

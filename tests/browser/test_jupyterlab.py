@@ -1,6 +1,7 @@
 """The exercise page opens the released notebook in the learner JupyterLab, where
 the self-check cell runs, the submit cell grades what the learner ran (without a
-save first), and nbgrader's Validate button checks the notebook."""
+save first), and nbgrader's Validate button checks the notebook; Run All on a wrong
+answer goes past the failing self-check to the submit cell."""
 
 from __future__ import annotations
 
@@ -49,20 +50,9 @@ def test_exercise_notebook_opens_runs_submits_and_validates(restored_workspace, 
     panel.locator(".jp-MarkdownCell", has_text="Exercise: update_with_donate").first.wait_for(timeout=WAIT_MS)
     validate = panel.locator(".jp-Toolbar button, .jp-Toolbar jp-button").filter(has_text="Validate")
     validate.first.wait_for(timeout=WAIT_MS)
-    # The kernel status must read Idle before any key is sent: a key press sent
-    # while it still reads Starting or Connecting is dropped.
-    # (status bar: "Python 3 (ipykernel) | Idle").
-    lab.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first.wait_for(timeout=WAIT_MS)
 
     # write the answer in the marked cell, run it and the self-check cell
-    # Each key press waits for what it needs: on a loaded machine a press sent
-    # before the editor has focus, or before the text is in, runs the stub.
-    answer = panel.locator(".jp-CodeCell").first
-    answer.locator(".cm-content").click()
-    answer.locator(".cm-editor.cm-focused").wait_for(timeout=WAIT_MS)
-    lab.keyboard.press("Control+a")
-    lab.keyboard.insert_text(ANSWER)
-    answer.locator(".cm-content", has_text="donate_argnums=(0,)").wait_for(timeout=WAIT_MS)
+    answer = _write_answer(lab, panel, ANSWER, "donate_argnums=(0,)")
     lab.keyboard.press("Shift+Enter")          # the answer
     answer.locator(".jp-InputPrompt", has_text=re.compile(r"\[\d+\]")).wait_for(timeout=WAIT_MS)
     lab.keyboard.press("Shift+Enter")          # the self-check heading (markdown)
@@ -96,3 +86,43 @@ def test_exercise_notebook_opens_runs_submits_and_validates(restored_workspace, 
     off_machine = [p for p in lab_watch.problems if p.startswith("request off this machine")]
     assert not off_machine, off_machine
     assert not watched.problems, watched.problems
+
+
+def _write_answer(lab, panel, source, marker):
+    """Type ``source`` over the answer cell (the first code cell) once the kernel is
+    idle; the cell, once ``marker`` (a piece of ``source``) shows in it."""
+    # The kernel status must read Idle before any key is sent: a key press sent
+    # while it still reads Starting or Connecting is dropped
+    # (status bar: "Python 3 (ipykernel) | Idle").
+    lab.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first.wait_for(timeout=WAIT_MS)
+    # Each key press waits for what it needs: on a loaded machine a press sent
+    # before the editor has focus, or before the text is in, runs the stub.
+    answer = panel.locator(".jp-CodeCell").first
+    answer.locator(".cm-content").click()
+    answer.locator(".cm-editor.cm-focused").wait_for(timeout=WAIT_MS)
+    lab.keyboard.press("Control+a")
+    lab.keyboard.insert_text(source)
+    answer.locator(".cm-content", has_text=marker).wait_for(timeout=WAIT_MS)
+    return answer
+
+
+def test_run_all_on_a_wrong_answer_still_submits(restored_workspace, servers, open_page):
+    """The self-check fails on a wrong answer, and says why; Run All goes on past it to
+    the submit cell, which grades the answer (a learner who only knows Run All can
+    still hand in)."""
+    lab = open_page(f"{servers.jupyter}/lab/tree/update_with_donate/update_with_donate.ipynb"
+                    f"?token={servers.token}", wait="domcontentloaded").page
+    overwrite_on_conflict(lab)
+    panel = lab.locator(".jp-NotebookPanel:visible")
+    panel.locator(".jp-MarkdownCell", has_text="Exercise: update_with_donate").first.wait_for(timeout=WAIT_MS)
+    _write_answer(lab, panel, ANSWER.replace(", donate_argnums=(0,)", ""), "jax.jit(lambda")
+    lab.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    lab.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    out = panel.locator(".jp-CodeCell").last.locator(".jp-OutputArea")
+    out.filter(has_text=re.compile(r"Score:|Not graded|Not submitted")).first.wait_for(timeout=WAIT_MS)
+    screenshot(lab, "jupyterlab-update_with_donate-run-all-wrong")
+    check = panel.locator(".jp-CodeCell").nth(1).locator(".jp-OutputArea").inner_text()
+    assert "AssertionError" in check and "state was not donated" in check, check
+    text = out.inner_text()
+    score = re.search(r"Score: (\d+) / 10", text)
+    assert score and int(score.group(1)) < 10, text

@@ -5,8 +5,11 @@ hidden/samples/``, with their expected grades in ``expected.json``.
 Every function takes the assignment, defaulting to the first exercise.
 """
 import json
+import shutil
+import subprocess
 
 from autograder import exercises
+from tests.conftest import BIN, REPO
 
 ASSIGNMENT = "update_with_donate"
 
@@ -51,4 +54,18 @@ def submitted_tree(course, root, names=None, assignment=ASSIGNMENT):
         target = root / name / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(nb, indent=1))
+    return root
+
+
+def checkout(root):
+    """Copy the course's files as a clone has them into ``root``, with the shared .venv
+    beside them (as ``make`` leaves it): where the README's commands run from."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                             "autograder", "exercises"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout.split("\n")
+    for name in filter(None, listed):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    (root / ".venv").symlink_to(BIN.parent)
     return root

@@ -14,7 +14,6 @@ import base64
 import csv
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,27 +21,14 @@ import numpy as np
 import pytest
 
 from autograder.defaults import release_argv
-from tests.conftest import BIN, REPO, grader_cli, quiet
-from tests.grading.helpers import SAMPLES, with_answer
+from tests.conftest import REPO, grader_cli, quiet
+from tests.grading.helpers import SAMPLES, checkout, with_answer
 
 AGREEMENT = Path(__file__).resolve().parent / "agreement"
 EXPECTED = json.loads((AGREEMENT / "expected.json").read_text())
 EXPECTED.pop("_comment")
 ASSIGNMENT = "update_with_donate"
 IMAGE_BYTES = 24 * 2**20  # base64 text of the saved PNG output
-
-
-def _checkout(root):
-    """Copy the course's files as a clone has them, with the shared .venv beside them."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
-                             "autograder", "exercises"], cwd=REPO, check=True,
-                            capture_output=True, text=True).stdout.split("\n")
-    for name in filter(None, listed):
-        if (REPO / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
-    (root / ".venv").symlink_to(BIN.parent)
-    return root
 
 
 def _env():
@@ -78,7 +64,7 @@ def corpus(release):
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """``(course grader's results folder, nbgrader's totals)`` for the corpus."""
-    course = _checkout(tmp_path_factory.mktemp("checkout"))
+    course = checkout(tmp_path_factory.mktemp("checkout"))
     _nbgrader(course, *release_argv(ASSIGNMENT)[1:])  # make release's command
     release = json.loads((course / "exercises" / "release" / ASSIGNMENT /
                           f"{ASSIGNMENT}.ipynb").read_text())
@@ -96,7 +82,7 @@ def graded(tmp_path_factory):
 
 
 def _results(out, name):
-    return json.loads((out / name / "results.json").read_text())
+    return json.loads((out / name / ASSIGNMENT / "results.json").read_text())
 
 
 def test_corpus_covers_every_reported_fault():

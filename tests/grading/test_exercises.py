@@ -93,13 +93,13 @@ def test_command_reports_every_submission_and_exits_0(graded, assignment):
     _, _, proc = graded(assignment)
     assert proc.returncode == 0, proc.stderr
     names = sorted(line.split(":")[0] for line in proc.stdout.strip().splitlines())
-    assert names == sorted(expected(assignment))
+    assert names == sorted(f"{n}/{assignment}" for n in expected(assignment))
 
 
 @pytest.mark.parametrize("assignment,name", SAMPLE_CASES)
 def test_sample_gets_expected_grade(graded, assignment, name):
     _, out, _ = graded(assignment)
-    want, got = expected(assignment)[name], results(out, name)
+    want, got = expected(assignment)[name], results(out, name, assignment)
     titles = {title: test for test, title, _ in hidden_tests(assignment)}
     assert got["score"] == want["score"], got
     assert got["max_score"] == 10
@@ -116,7 +116,7 @@ def test_feedback_says_what_was_checked_and_hides_test_source(graded, assignment
     secret_lines = [line.strip() for line in source.splitlines()
                     if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
     for name, want in expected(assignment).items():
-        for test in results(out, name)["tests"]:
+        for test in results(out, name, assignment)["tests"]:
             if test["status"] == "failed" and want["failed"] != "all":
                 assert test["output"].startswith("Checked: "), test["output"]
                 assert "\nExpected: " in test["output"] and "\nGot: " in test["output"]

@@ -311,9 +311,10 @@ def test_nbgrader_tree_files_are_attributed_safely(tmp_path):
     link.parent.mkdir(parents=True)
     link.symlink_to(REPO / "exercises" / "source" / "update_with_donate" / "update_with_donate.ipynb")
     found, skipped = find([root])
-    assert sorted(name for name, _, _ in found) == ["eve", "mallory"]
+    assert sorted(name for name, _, _ in found) == ["eve/update_with_donate",
+                                                    "mallory/update_with_donate"]
     assert len(skipped) == 2
-    eve = read(*next(f for f in found if f[0] == "eve"))
+    eve = read(*next(f for f in found if f[0] == "eve/update_with_donate"))
     assert "symbolic link" in eve.unreadable
 
 

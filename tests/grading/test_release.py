@@ -31,3 +31,17 @@ def test_graded_cells_match_hidden_tests():
     graded = [(c["metadata"]["nbgrader"]["grade_id"], c["metadata"]["nbgrader"]["points"])
               for c in _cells(nb) if c["metadata"]["nbgrader"]["grade"]]
     assert graded == [(name, points) for name, _, points in hidden_tests(ASSIGNMENT)]
+
+
+def test_run_all_runs_past_every_cell_before_the_submit_cell(released_course):
+    """A self-check that fails on a wrong answer raises: tagged, Run All still reaches
+    the submit cell (JupyterLab sends the cell with stop_on_error false)."""
+    from autograder import exercises
+
+    for exercise in exercises.names():
+        code = [c for c in released_notebook(released_course, exercise)["cells"]
+                if c["cell_type"] == "code"]
+        assert code[-1]["metadata"]["nbgrader"]["grade_id"] == "submit"
+        untagged = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in code[:-1]
+                    if "raises-exception" not in c["metadata"].get("tags", [])]
+        assert untagged == [], (exercise, untagged)

@@ -14,11 +14,12 @@ def _result():
                      "Passed: values: the result equals state + delta."),
          CheckResult("test_empty", "empty input returns an empty float32 array", 0, 1, "failed",
                      "Checked: ...\nExpected: ...\nGot: ...")],
-        "1 of 2 checks passed.", "graded", "ab" * 32, 1.23456, "x" * 2500)
+        "1 of 2 checks passed.", "graded", "ab" * 32, 1.23456, "x" * 2500, ASSIGNMENT)
 
 
 # Gradescope's results.json as the command line wrote it before results were typed
-# (autograder/results.py results_json + grade.entry): the bytes must not change.
+# (autograder/results.py results_json + grade.entry), and the exercise graded (which
+# summary.csv is rebuilt from): the bytes must not change.
 WRITTEN = """{
   "score": 2,
   "max_score": 3,
@@ -45,10 +46,11 @@ WRITTEN = """{
   "extra_data": {
     "status": "graded",
     "digest": "%s",
-    "learner_output": "%s"
+    "learner_output": "%s",
+    "exercise": "%s"
   }
 }
-""" % ("ab" * 32, "x" * 2000)
+""" % ("ab" * 32, "x" * 2000, ASSIGNMENT)
 
 
 def test_results_json_keeps_its_bytes(tmp_path):

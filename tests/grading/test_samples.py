@@ -44,21 +44,22 @@ def autograded(course):
     return course
 
 
-def results(out, name):
-    return json.loads((out / name / "results.json").read_text())
+def results(out, name, exercise=None):
+    """``out/<name>/results.json``, or a tree's ``out/<name>/<exercise>/results.json``."""
+    return json.loads((out / name / (exercise or "") / "results.json").read_text())
 
 
 def test_command_reports_every_submission_and_exits_0(graded):
     out, proc = graded
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert sorted(line.split(":")[0] for line in lines) == sorted(EXPECTED)
+    assert sorted(line.split(":")[0] for line in lines) == sorted(f"{n}/{ASSIGNMENT}" for n in EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_sample_gets_expected_grade(graded, name):
     out, _ = graded
-    expected, got = EXPECTED[name], results(out, name)
+    expected, got = EXPECTED[name], results(out, name, ASSIGNMENT)
     assert got["score"] == expected["score"], got
     assert got["max_score"] == 10
     failed = {TITLES[t["name"]] for t in got["tests"] if t["status"] == "failed"}
@@ -71,7 +72,7 @@ def test_sample_gets_expected_grade(graded, name):
 def test_results_follow_gradescope_format(graded):
     out, _ = graded
     for name in EXPECTED:
-        data = results(out, name)
+        data = results(out, name, ASSIGNMENT)
         assert {"score", "max_score", "output", "tests"} <= set(data)
         assert data["score"] == sum(t["score"] for t in data["tests"])
         for test in data["tests"]:
@@ -86,7 +87,7 @@ def test_feedback_says_what_was_checked_and_hides_test_source(graded):
     secret_lines = [line.strip() for line in hidden_source.splitlines()
                     if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
     for name in EXPECTED:
-        for test in results(out, name)["tests"]:
+        for test in results(out, name, ASSIGNMENT)["tests"]:
             if test["status"] == "failed" and EXPECTED[name]["failed"] != "all":
                 assert test["output"].startswith("Checked: ")
                 assert "\nExpected: " in test["output"] and "\nGot: " in test["output"]
@@ -106,17 +107,20 @@ def test_feedback_names_each_compiled_helper_once():
 def test_summary_matches_results_on_disk(graded):
     out, _ = graded
     rows = list(csv.DictReader((out / "summary.csv").open()))
-    assert {r["submission"]: float(r["score"]) for r in rows} == {
-        name: results(out, name)["score"] for name in EXPECTED}
+    assert {(r["submission"], r["exercise"]): float(r["score"]) for r in rows} == {
+        (name, ASSIGNMENT): results(out, name, ASSIGNMENT)["score"] for name in EXPECTED}
 
 
 def test_rerun_grades_nothing_unchanged(graded, course):
     out, _ = graded
-    before = {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
+    def mtimes():
+        return {n: (out / n / ASSIGNMENT / "results.json").stat().st_mtime_ns for n in EXPECTED}
+
+    before = mtimes()
     proc = grader_cli(course / "submitted", "--out", out)
     assert proc.returncode == 0
     assert proc.stdout.count("unchanged, kept") == len(EXPECTED)
-    assert before == {n: (out / n / "results.json").stat().st_mtime_ns for n in EXPECTED}
+    assert before == mtimes()
 
 
 def test_plain_python_files_are_graded(tmp_path):

@@ -113,8 +113,8 @@ def stop_process(proc, sig=signal.SIGTERM):
 class Service:
     """One ``python -m autograder.service`` process and its files."""
 
-    def __init__(self, root, course, site_port=None, db=None, env=None, **options):
-        self.root, self.course = Path(root), Path(course)
+    def __init__(self, root, course, site_port=None, db=None, env=None, cwd=REPO, **options):
+        self.root, self.course, self.cwd = Path(root), Path(course), Path(cwd)  # cwd: a checkout
         self.env = env or {}  # set in the service's environment (e.g. a PATH without the venv)
         self.db = db or self.root / "grading.db"  # a path (SQLite) or a postgresql:// URL
         self.port = free_port()
@@ -138,7 +138,7 @@ class Service:
             env["PORT"] = str(self.site_port)
         env.update(self.env)
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log,
+            self.proc = subprocess.Popen(argv, cwd=self.cwd, env=env, stdout=log,
                                          stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
