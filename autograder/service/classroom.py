@@ -11,6 +11,11 @@
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step.
 
+* ``GET <prefix>class`` (instructors): the class page, where the class is stuck
+  in plots and groups of failing observations, and every learner's row
+  (:mod:`autograder.service.class_page`); its scripts and style are at
+  ``<prefix>static/<name>``.
+
 * ``GET <prefix>``: the same as a page: a learner's own submissions and
   feedback; for instructors, the class view and a link to the CSV.
 
@@ -27,6 +32,7 @@ from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder import pipeline
+from autograder.service import class_page, class_stats
 from autograder.service.app import Base, Refused, describe
 from autograder.service.recorded import late_by, recorded, score
 
@@ -45,7 +51,7 @@ def _public(row):
                          finished_at=row["finished_at"] or 0))
 
 
-def summary(store, rule, deadlines=None):
+def summary(store, rule, deadlines=None, rows=None):
     """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
     "checks": [...]}}``.
 
@@ -57,10 +63,11 @@ def summary(store, rule, deadlines=None):
     ``latest`` and ``best`` score among graded ones, ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
-    and ``pass_rate`` = passed / learners.
+    and ``pass_rate`` = passed / learners. ``rows``: ``store.submissions()`` when the
+    caller has read them already (the class page reads them once).
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
-    for row in store.submissions():
+    for row in store.submissions() if rows is None else rows:
         ex = view.setdefault(row["exercise"], {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row["learner"], {
@@ -126,6 +133,31 @@ class Class(_Instructors):
                                              self.application.settings["mirror"].deadlines)})
 
 
+class ClassPage(_Instructors):
+    async def get(self):
+        deadlines = self.application.settings["mirror"].deadlines
+        # the store's read and the plots' drawing both block: off the event loop
+        html = await self.db(lambda: class_page.render(
+            class_stats.class_data(self.store, self.settings_.recorded, deadlines)))
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(html)
+
+
+class Asset(Base):
+    """The class page's scripts and style (library code and ours; nothing private)."""
+    open_to_all = True
+
+    def get(self, name):
+        if name not in class_page.ASSETS:
+            raise Refused(404, "not_found", f"no such file: {name}")
+        path, kind = class_page.ASSETS[name]
+        if not path.exists():  # node_modules not installed: the page still works unsorted
+            raise Refused(404, "not_installed", f"{name} is not installed (run npm ci)")
+        self.set_header("Content-Type", f"{kind}; charset=utf-8")
+        self.set_header("Cache-Control", "max-age=600")
+        self.finish(path.read_bytes())
+
+
 class ClassCsv(_Instructors):
     def get(self):
         # the gradebook, not the grading threads: an API-only process (--jobs 0) has none
@@ -150,8 +182,9 @@ class Page(Base):
             return
         parts = [f"<h1>Grades: {escape(who.name)}</h1>"]
         if who.instructor:
-            parts.append('<p><a href="api/class.csv" download>Download the class CSV '
-                         "(nbgrader export's columns)</a></p>")
+            parts.append('<p><a href="class">The class page: where the class is stuck, '
+                         'sortable tables</a>. <a href="api/class.csv" download>Download the '
+                         "class CSV (nbgrader export's columns)</a></p>")
             view = summary(self.store, self.settings_.recorded,
                            self.application.settings["mirror"].deadlines)
             for exercise, ex in sorted(view.items()):
@@ -204,4 +237,5 @@ def _num(value):
 
 def handlers(prefix):
     return [(prefix, Page), (prefix + "api/me", Me), (prefix + "api/class", Class),
-            (prefix + "api/class.csv", ClassCsv)]
+            (prefix + "api/class.csv", ClassCsv), (prefix + "class", ClassPage),
+            (prefix + r"static/([A-Za-z0-9_.-]+)", Asset)]
