@@ -133,14 +133,20 @@ def _row(r):
 def _progress(progress, exercises):
     heads = "".join(f'<th scope="col">{escape(n)}</th>' for n in exercises)
     rows = "".join(
-        f'<tr><th scope="row">{_learner_link(who)}</th><td>{sum(c["done"] for c in cells.values())}'
-        f" / {len(exercises)}</td>"
-        + "".join(_cell(cells.get(n)) for n in exercises) + "</tr>"
-        for who, cells in progress.items())
+        f'<tr><th scope="row">{_learner_link(who)}</th>'
+        f'<td>{sum(c["done"] for c in p["exercises"].values())} / {len(exercises)}</td>'
+        + "".join(_cell(p["exercises"].get(n)) for n in exercises)
+        + f"<td>{_lessons(p['lessons'])}</td></tr>"
+        for who, p in progress.items())
     return (f'<section id="progress" aria-labelledby="progress-h"><h2 id="progress-h">Progress '
-            "across the course</h2><table><caption>Recorded score per exercise; \u2713: full "
-            f'marks</caption><thead><tr><th scope="col">learner</th><th scope="col">done</th>'
-            f"{heads}</tr></thead><tbody>{rows}</tbody></table></section>")
+            "across the course</h2><table><caption>Recorded score per exercise (\u2713: full "
+            "marks) and the lessons each learner ran code on in the page</caption><thead><tr>"
+            f'<th scope="col">learner</th><th scope="col">exercises done</th>{heads}'
+            f'<th scope="col">lessons run</th></tr></thead><tbody>{rows}</tbody></table></section>')
+
+
+def _lessons(lessons):
+    return ", ".join(f'{escape(name)} ({r["runs"]}\u00d7)' for name, r in sorted(lessons.items())) or "none"
 
 
 def _cell(cell):

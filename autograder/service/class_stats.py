@@ -25,7 +25,7 @@ def observation(output):
 
 
 def class_data(store, rule, deadlines=None):
-    """``{"exercises": {name: exercise(...)}, "progress": {learner: {exercise: {...}}}}``.
+    """``{"exercises": {name: {...}}, "progress": {learner: {...}}}`` (see :func:`_progress`).
 
     Per exercise: ``max_score``, ``recorded_rule``, ``due`` (the course's due date,
     aware UTC datetime or None), ``learners`` (a list of rows, by name: ``learner``,
@@ -43,7 +43,7 @@ def class_data(store, rule, deadlines=None):
         if not row["regrade"]:
             times[(row["exercise"], row["learner"])].append(row["submitted_at"])
     exercises = {name: _exercise(name, ex, times, deadlines) for name, ex in sorted(view.items())}
-    return {"exercises": exercises, "progress": _progress(exercises)}
+    return {"exercises": exercises, "progress": _progress(exercises, store.runs())}
 
 
 def _exercise(name, ex, times, deadlines):
@@ -75,13 +75,16 @@ def _groups(check, learners):
     return sorted(groups, key=lambda g: (-g["count"], g["observation"]))
 
 
-def _progress(exercises):
-    """``{learner: {exercise: {"recorded", "max_score", "done"}}}``; ``done``: the
-    recorded score is the exercise's full marks."""
-    progress = defaultdict(dict)
+def _progress(exercises, runs):
+    """``{learner: {"exercises": {exercise: {"recorded", "max_score", "done"}},
+    "lessons": {lesson: {"runs", "last_at"}}}}``; ``done``: the recorded score is
+    the exercise's full marks; ``runs``: :meth:`Store.runs`."""
+    progress = defaultdict(lambda: {"exercises": {}, "lessons": {}})
     for name, ex in exercises.items():
         for row in ex["learners"]:
             full = row["recorded"] is not None and row["recorded"] >= (ex["max_score"] or 0)
-            progress[row["learner"]][name] = {"recorded": row["recorded"],
-                                              "max_score": ex["max_score"], "done": full}
+            progress[row["learner"]]["exercises"][name] = {
+                "recorded": row["recorded"], "max_score": ex["max_score"], "done": full}
+    for learner, lessons in runs.items():
+        progress[learner]["lessons"] = lessons
     return dict(sorted(progress.items()))

@@ -11,6 +11,8 @@
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step.
 
+* ``POST <prefix>api/runs`` ``{"lesson": name}``: the signed-in learner ran code
+  on a lesson's page (recorded for them, shown in the class page's progress).
 * ``GET <prefix>class`` (instructors): the class page, where the class is stuck
   in plots and groups of failing observations, and every learner's row
   (:mod:`autograder.service.class_page`); its scripts and style are at
@@ -23,9 +25,11 @@ Every route answers 403 to a request without a hub sign-in (see
 :mod:`autograder.service.auth`); a browser's page view is sent through the
 hub's sign-in instead.
 """
+import json
 import os
 import tempfile
 from html import escape
+from pathlib import Path
 from urllib.parse import quote
 
 from nbgrader.api import Gradebook
@@ -33,7 +37,7 @@ from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder import pipeline
 from autograder.service import class_page, class_stats
-from autograder.service.app import Base, Refused, describe
+from autograder.service.app import Base, Refused, _echo, describe
 from autograder.service.recorded import late_by, recorded, score
 
 
@@ -158,6 +162,35 @@ class Asset(Base):
         self.finish(path.read_bytes())
 
 
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "book" / "lessons"
+RUN_BYTES = 1024  # a lesson run's body: {"lesson": "<name>"}
+
+
+def lessons():
+    """The course's lesson names (``book/lessons/<name>.md``), sorted."""
+    return sorted(p.stem for p in LESSONS_DIR.glob("*.md"))
+
+
+class LessonRun(Base):
+    """``POST <prefix>api/runs`` ``{"lesson": name}``: the signed-in learner ran code
+    on that lesson's page (the page's runner says so). Recorded for whoever signed in;
+    nothing in the body says who."""
+
+    async def post(self):
+        if len(self.request.body) > RUN_BYTES:
+            raise Refused(413, "too_large", f"a lesson run is at most {RUN_BYTES} bytes")
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            raise Refused(400, "bad_json", "send {\"lesson\": \"<name>\"} as JSON") from None
+        lesson = body.get("lesson") if isinstance(body, dict) else None
+        if lesson not in lessons():
+            raise Refused(400, "unknown_lesson", f"no such lesson: {_echo(lesson)}; "
+                          f"one of {', '.join(lessons())}")
+        await self.db(self.store.record_run, self.person.name, lesson)
+        self.send(200, {"learner": self.person.name, "lesson": lesson})
+
+
 class ClassCsv(_Instructors):
     def get(self):
         # the gradebook, not the grading threads: an API-only process (--jobs 0) has none
@@ -238,4 +271,4 @@ def _num(value):
 def handlers(prefix):
     return [(prefix, Page), (prefix + "api/me", Me), (prefix + "api/class", Class),
             (prefix + "api/class.csv", ClassCsv), (prefix + "class", ClassPage),
-            (prefix + r"static/([A-Za-z0-9_.-]+)", Asset)]
+            (prefix + r"static/([A-Za-z0-9_.-]+)", Asset), (prefix + "api/runs", LessonRun)]

@@ -55,8 +55,8 @@ def test_the_same_wrong_answer_in_other_numbers_is_one_group(store):
     assert all(c["groups"] == [] for c in ex["checks"][1:])
     full = ex["max_score"]
     assert sorted(ex["scores"]) == [full - 2] * 3 + [full] and len(ex["times"]) == 4
-    assert data["progress"]["dee"][ASSIGNMENT] == {"recorded": full, "max_score": full, "done": True}
-    assert data["progress"]["ada"][ASSIGNMENT]["done"] is False
+    assert data["progress"]["dee"]["exercises"][ASSIGNMENT] == {"recorded": full, "max_score": full, "done": True}
+    assert data["progress"]["ada"]["exercises"][ASSIGNMENT]["done"] is False
 
 
 def test_the_page_escapes_learners_and_labels_its_plots(store):
@@ -68,3 +68,15 @@ def test_the_page_escapes_learners_and_labels_its_plots(store):
     assert 'aria-label="pass rate of each check: values: the result equals state + delta: 1 of 2' in html
     assert 'href="./?learner=eve"' in html and "<details>" in html
     assert ">1 / 1</td>" in html  # ada's progress: one exercise of one done
+
+
+def test_lesson_runs_are_counted_per_learner_and_shown_in_progress(store):
+    store.record_run("ada", "lifetimes", now=10.0)
+    store.record_run("ada", "lifetimes", now=20.0)
+    store.record_run("bob", "state_tree", now=15.0)
+    assert store.runs() == {"ada": {"lifetimes": {"runs": 2, "last_at": 20.0}},
+                            "bob": {"state_tree": {"runs": 1, "last_at": 15.0}}}
+    _graded(store, "ada", None)
+    data = class_stats.class_data(store, "best")
+    assert data["progress"]["bob"] == {"exercises": {}, "lessons": {"state_tree": {"runs": 1, "last_at": 15.0}}}
+    assert "lifetimes (2\u00d7)" in class_page.render(data)
