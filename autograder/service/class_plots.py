@@ -6,6 +6,7 @@ label, so no plot is read by colour alone; text stays text in the SVG
 Every function returns one ``<svg>`` element (str) with ``role="img"`` and an
 ``aria-label`` that says what it shows.
 """
+import functools
 import io
 import re
 from html import escape
@@ -21,33 +22,43 @@ STYLE = {"svg.fonttype": "none", "svg.hashsalt": "class-page", "font.size": 10,
 BAR, EDGE = "#4b7bbf", "#1a2b44"  # with hatches and labels; colour only repeats them
 WIDTH_IN = 7.0
 HOURS = 3600.0
+CACHED = 64  # plots kept: drawing one takes 0.1-0.3 s, the same inputs give the same SVG
 
 
 def _svg(fig, label):
     with plt.rc_context(STYLE):
         out = io.StringIO()
-        fig.savefig(out, format="svg", bbox_inches="tight", metadata={"Date": None})
+        fig.savefig(out, format="svg", metadata={"Date": None})
     text = out.getvalue()
     text = text[text.index("<svg"):]  # drop the XML declaration and doctype: inline in HTML
     return text.replace("<svg", f'<svg role="img" aria-label="{escape(label)}"', 1)
 
 
-def _figure(height_in):
+def _figure(height_in, left=0.12, bottom_in=0.55):
+    # fixed margins: a "tight" bounding box would draw every figure twice
     with plt.rc_context(STYLE):
-        return Figure(figsize=(WIDTH_IN, height_in))
+        fig = Figure(figsize=(WIDTH_IN, height_in))
+    fig.subplots_adjust(left=left, right=0.97, top=1 - 0.15 / height_in, bottom=bottom_in / height_in)
+    return fig
 
 
 def pass_rates(checks):
     """Horizontal bars: each check's pass rate over latest submissions (``checks``:
     dicts with ``name``, ``passed``, ``learners``, ``pass_rate`` in [0, 1])."""
-    fig = _figure(0.45 * len(checks) + 0.9)
+    return _pass_rates(tuple((c["name"], c["passed"], c["learners"], c["pass_rate"]) for c in checks))
+
+
+@functools.lru_cache(CACHED)
+def _pass_rates(rows):
+    checks = [dict(zip(("name", "passed", "learners", "pass_rate"), r)) for r in rows]
+    fig = _figure(0.3 * len(checks) + 0.8, left=0.42)
     ax = fig.subplots()
     names = [c["name"] for c in checks][::-1]
     rates = [100 * c["pass_rate"] for c in checks][::-1]
     bars = ax.barh(range(len(checks)), rates, color=BAR, edgecolor=EDGE, hatch="//")
     ax.bar_label(bars, [f"{c['passed']} / {c['learners']} ({c['pass_rate']:.0%})"
                         for c in checks][::-1], padding=3)
-    ax.set_yticks(range(len(checks)), [_short(n) for n in names])
+    ax.set_yticks(range(len(checks)), [_short(n) for n in names], fontsize=9)
     ax.set_xlim(0, 125)
     ax.set_xticks([0, 25, 50, 75, 100])
     ax.set_xlabel("learners whose latest submission passed (%)")
@@ -57,6 +68,11 @@ def pass_rates(checks):
 
 def distribution(scores, max_score):
     """A histogram of recorded scores (floats, 0 to ``max_score``), one bar per point."""
+    return _distribution(tuple(sorted(scores)), max_score)
+
+
+@functools.lru_cache(CACHED)
+def _distribution(scores, max_score):
     top = int(max_score or max(scores, default=0))
     counts = [sum(1 for s in scores if int(s) == point or (point == top and s > top))
               for point in range(top + 1)]
@@ -65,6 +81,7 @@ def distribution(scores, max_score):
     bars = ax.bar(range(top + 1), counts, color=BAR, edgecolor=EDGE, hatch="..")
     ax.bar_label(bars, [str(c) if c else "" for c in counts], padding=2)
     ax.set_xticks(range(top + 1))
+    ax.set_ylim(0, max(counts, default=0) * 1.18 + 1)  # room for the count above the tallest
     ax.set_xlabel(f"recorded score (points, of {top})")
     ax.set_ylabel("learners")
     return _svg(fig, "recorded scores: " + ", ".join(
@@ -74,6 +91,11 @@ def distribution(scores, max_score):
 def timeline(times, due):
     """Cumulative submissions over time (``times``: epoch s, sorted), the due date
     (an aware datetime or None) as a dashed line labelled "due"."""
+    return _timeline(tuple(times), due)
+
+
+@functools.lru_cache(CACHED)
+def _timeline(times, due):
     fig = _figure(2.4)
     ax = fig.subplots()
     start = min([*times, *([due.timestamp()] if due else [])], default=0.0)
@@ -90,6 +112,6 @@ def timeline(times, due):
                 (f", due {due:%Y-%m-%d %H:%M} UTC" if due else ""))
 
 
-def _short(name, limit=38):
+def _short(name, limit=44):
     name = re.sub(r"\s+", " ", name)
     return name if len(name) <= limit else name[:limit - 1] + "\u2026"
