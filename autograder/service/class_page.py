@@ -63,7 +63,7 @@ def _exercise(name, ex):
         + _groups(name, ex["checks"])
         + _figure("Recorded scores", class_plots.distribution(ex["scores"], ex["max_score"]))
         + _figure("Submissions over time", class_plots.timeline(ex["times"], ex["due"]))
-        + f"<h3>Learners</h3>{_table(name, learners)}</section>")
+        + f"<h3>Learners</h3>{_table(name, learners, ex['max_score'])}</section>")
 
 
 def _figure(caption, svg):
@@ -95,11 +95,11 @@ def _names(learners):
     return f'<span class="who">{" ".join(shown)}{more}</span>'
 
 
-def _table(exercise, learners):
+def _table(exercise, learners, max_score):
     key = _id(exercise)
     heads = "".join(f'<th scope="col"><button type="button" class="sort" data-sort="{c}">'
                     f"{escape(label)}</button></th>" for c, label in COLUMNS)
-    rows = "".join(_row(r) for r in learners)
+    rows = "".join(_row(r, max_score) for r in learners)
     return (
         f'<div class="learners" id="{key}-learners">'
         f'<div class="filters"><label>Filter <input type="search" class="search" '
@@ -112,16 +112,16 @@ def _table(exercise, learners):
         "</table></div>")
 
 
-def _row(r):
+def _row(r, max_score):
     failed = "".join(f"<li><strong>{escape(f['name'])}</strong><pre>{escape(f['output'])}</pre></li>"
                      for f in r["failed"])
     feedback = (f'<details><summary>{len(r["failed"])} failed</summary><ul>{failed}</ul></details>'
                 if failed else "")
     activity = f"{utc(r['last_activity']):%Y-%m-%d %H:%M}" if r["last_activity"] else "-"
-    state = ("late" if r["late"] else "") + (" short" if r["recorded"] is None or
-                                            r["failed"] else "") + (
-        " ungraded" if r["recorded"] is None else "")
-    return (f'<tr data-state="{state.strip()}"><th scope="row" class="learner">'
+    state = " ".join(name for name, on in (  # what the "Show" filter picks rows by
+        ("late", r["late"]), ("ungraded", r["recorded"] is None),
+        ("short", r["recorded"] is None or r["recorded"] < (max_score or 0))) if on)
+    return (f'<tr data-state="{state}"><th scope="row" class="learner">'
             f'{_learner_link(r["learner"])}</th>'
             f'<td class="recorded">{_num(r["recorded"])}</td><td class="best">{_num(r["best"])}</td>'
             f'<td class="latest">{_num(r["latest"])}</td>'

@@ -48,7 +48,8 @@ def class_data(store, rule, deadlines=None):
 
 def _exercise(name, ex, times, deadlines):
     learners = [_learner(who, w, times.get((name, who), [])) for who, w in sorted(ex["learners"].items())]
-    checks = [dict(c, groups=_groups(c["name"], learners)) for c in ex["checks"]]
+    groups = _groups(learners)
+    checks = [dict(c, groups=groups.get(c["name"], [])) for c in ex["checks"]]
     return {"max_score": ex["max_score"], "recorded_rule": ex["recorded_rule"],
             "due": deadlines.course_due(name) if deadlines else None,
             "learners": learners, "checks": checks,
@@ -64,15 +65,17 @@ def _learner(name, w, times):
                        if t["status"] != "passed"]}
 
 
-def _groups(check, learners):
-    """The learners whose latest result failed ``check``, by observation."""
-    by = defaultdict(list)
+def _groups(learners):
+    """``{check: [group, ...]}``: the learners whose latest result failed each check,
+    by observation, the largest group first."""
+    by = defaultdict(lambda: defaultdict(list))
     for row in learners:
         for failed in row["failed"]:
-            if failed["name"] == check:
-                by[observation(failed["output"])].append(row["learner"])
-    groups = [{"observation": obs, "count": len(who), "learners": who} for obs, who in by.items()]
-    return sorted(groups, key=lambda g: (-g["count"], g["observation"]))
+            by[failed["name"]][observation(failed["output"])].append(row["learner"])
+    return {check: sorted(({"observation": obs, "count": len(who), "learners": who}
+                           for obs, who in groups.items()),
+                          key=lambda g: (-g["count"], g["observation"]))
+            for check, groups in by.items()}
 
 
 def _progress(exercises, runs):

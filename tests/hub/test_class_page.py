@@ -110,7 +110,7 @@ def test_the_instructor_sees_where_a_class_of_200_is_stuck(hub, accounts, browse
     page.wait_for_function("() => document.querySelector('.learners .shown').textContent !== ''",
                            timeout=WAIT_MS)
     print(f"class page of {len(view['learners'])} learners shown in {time.monotonic() - started:.2f} s")
-    section = page.locator(f"section#ex-{EXERCISE}")
+    section = page.locator("section.exercise", has=page.locator(f"h2:text-is('{EXERCISE}')"))
 
     rates = section.locator("figure.plot svg").nth(0).get_attribute("aria-label")
     for check in view["checks"]:
@@ -137,6 +137,12 @@ def test_the_instructor_sees_where_a_class_of_200_is_stuck(hub, accounts, browse
     assert rows.count() == 1 and learners[7].name in rows.first.inner_text()
     assert rows.first.locator("a").get_attribute("href") == f"./?learner={learners[7].name}"
     section.locator("input.search").fill("")
+    assert rows.count() == len(view["learners"])
+    short = [n for n, w in view["learners"].items() if w["recorded"] is None or w["recorded"] < view["max_score"]]
+    section.locator("select.show").select_option("short")
+    assert sorted(rows.locator("th.learner").all_inner_texts()) == sorted(short)
+    assert section.locator(".shown").inner_text() == f"{len(short)} of {len(view['learners'])} shown"
+    section.locator("select.show").select_option("all")
     screenshot(page, "hub-class-page")
     assert axe_violations(page) == []
     page.context.close()

@@ -22,6 +22,9 @@
         valueNames: ["learner", "recorded", "best", "latest", "submissions", "late", "activity",
                      "feedback"],
       });
+      // list.js searches on keyup; a paste or the browser's clear button fires input only
+      var search = box.querySelector("input.search");
+      search.addEventListener("input", function () { list.search(search.value); });
       var show = box.querySelector("select.show");
       var count = box.querySelector(".shown");
       function counted() { count.textContent = list.matchingItems.length + " of " + list.items.length + " shown"; }
