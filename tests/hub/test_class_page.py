@@ -145,6 +145,11 @@ def test_the_instructor_sees_where_a_class_of_200_is_stuck(hub, accounts, browse
     section.locator("select.show").select_option("all")
     screenshot(page, "hub-class-page")
     assert axe_violations(page) == []
+    page.emulate_media(color_scheme="dark")  # the site's "auto" mode follows the system
+    page.reload()
+    page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'", timeout=WAIT_MS)
+    screenshot(page, "hub-class-page-dark")
+    assert axe_violations(page) == []
     page.context.close()
 
     # A learner: no link in the site, and the page and its data are refused.
