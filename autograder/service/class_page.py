@@ -21,7 +21,7 @@ ASSETS = {  # name under <prefix>static/ -> (file, content type)
     "class-page.js": (STATIC / "class-page.js", "text/javascript"),
     "class-page.css": (STATIC / "class-page.css", "text/css"),
 }
-SHOWN_NAMES = 30  # learners named in a group before the rest fold away
+SHOWN_NAMES = 12  # learners named in a group before the rest fold away
 COLUMNS = (("learner", "learner"), ("recorded", "recorded"), ("best", "best"),
            ("latest", "latest"), ("submissions", "submissions"), ("late", "late"),
            ("activity", "last activity (UTC)"))

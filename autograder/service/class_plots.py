@@ -51,7 +51,7 @@ def pass_rates(checks):
 @functools.lru_cache(CACHED)
 def _pass_rates(rows):
     checks = [dict(zip(("name", "passed", "learners", "pass_rate"), r)) for r in rows]
-    fig = _figure(0.3 * len(checks) + 0.8, left=0.42)
+    fig = _figure(0.3 * len(checks) + 0.8, left=0.46)
     ax = fig.subplots()
     names = [c["name"] for c in checks][::-1]
     rates = [100 * c["pass_rate"] for c in checks][::-1]
@@ -112,6 +112,6 @@ def _timeline(times, due):
                 (f", due {due:%Y-%m-%d %H:%M} UTC" if due else ""))
 
 
-def _short(name, limit=44):
+def _short(name, limit=40):
     name = re.sub(r"\s+", " ", name)
     return name if len(name) <= limit else name[:limit - 1] + "\u2026"

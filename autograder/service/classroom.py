@@ -27,8 +27,8 @@ hub's sign-in instead.
 """
 import json
 import os
-from collections import Counter
 import tempfile
+from collections import Counter
 from html import escape
 from pathlib import Path
 from urllib.parse import quote
