@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.service import class_plots
+from autograder.service.deadlines import in_words
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).resolve().parent / "static"
@@ -126,8 +127,14 @@ def _row(r, max_score):
             f'<td class="recorded">{_num(r["recorded"])}</td><td class="best">{_num(r["best"])}</td>'
             f'<td class="latest">{_num(r["latest"])}</td>'
             f'<td class="submissions">{r["submissions"]}</td>'
-            f'<td class="late">{"late" if r["late"] else "on time"}</td>'
+            f'<td class="late">{_late(r)}</td>'
             f'<td class="activity">{activity}</td><td class="feedback">{feedback}</td></tr>')
+
+
+def _late(r):
+    if not r["late"]:
+        return "on time"
+    return f"late by {in_words(r['late_seconds'])} (\u2212{_num(r['penalty'])})"
 
 
 def _progress(progress, exercises):

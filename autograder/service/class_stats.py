@@ -30,7 +30,7 @@ def class_data(store, rule, deadlines=None):
     Per exercise: ``max_score``, ``recorded_rule``, ``due`` (the course's due date,
     aware UTC datetime or None), ``learners`` (a list of rows, by name: ``learner``,
     ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool),
-    ``late_seconds``, ``last_activity`` (epoch s), ``failed`` (the latest result's
+    ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
     failed checks: ``name``, ``output``)), ``checks`` (``name``, ``passed``,
     ``learners``, ``pass_rate``, ``groups``: ``[{"observation", "count",
     "learners"}]``, most learners first), ``scores`` (recorded scores, floats) and
@@ -60,7 +60,7 @@ def _exercise(name, ex, times, deadlines):
 def _learner(name, w, times):
     return {"learner": name, "recorded": w["recorded"], "best": w["best"], "latest": w["latest"],
             "submissions": w["submissions"], "late": w["late_seconds"] > 0,
-            "late_seconds": w["late_seconds"], "last_activity": max(times, default=None),
+            "late_seconds": w["late_seconds"], "penalty": w["penalty"], "last_activity": max(times, default=None),
             "failed": [{"name": t["name"], "output": t["output"]} for t in w["feedback"]
                        if t["status"] != "passed"]}
 

@@ -19,7 +19,7 @@
   ``<prefix>static/<name>``.
 
 * ``GET <prefix>``: the same as a page: a learner's own submissions and
-  feedback; for instructors, the class view and a link to the CSV.
+  feedback; for instructors, links to the class page and the CSV.
 
 Every route answers 403 to a request without a hub sign-in (see
 :mod:`autograder.service.auth`); a browser's page view is sent through the
@@ -31,7 +31,6 @@ import tempfile
 from collections import Counter
 from html import escape
 from pathlib import Path
-from urllib.parse import quote
 
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
@@ -218,13 +217,10 @@ class Page(Base):
             return
         parts = [f"<h1>Grades: {escape(who.name)}</h1>"]
         if who.instructor:
-            parts.append('<p><a href="class">The class page: where the class is stuck, '
-                         'sortable tables</a>. <a href="api/class.csv" download>Download the '
+            # the class itself is on the class page (one table of it here was unreadable)
+            parts.append('<p><a href="class">The class</a>: where it is stuck, every learner '
+                         'and their history. <a href="api/class.csv" download>Download the '
                          "class CSV (nbgrader export's columns)</a></p>")
-            view = summary(self.store, self.settings_.recorded,
-                           self.application.settings["mirror"].deadlines)
-            for exercise, ex in sorted(view.items()):
-                parts.append(_class_html(exercise, ex))
         for sub in listing(self.store, who)["submissions"]:
             parts.append(_submission_html(sub))
         self._page(*parts)
@@ -233,24 +229,6 @@ class Page(Base):
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish('<!doctype html><html lang="en"><head><meta charset="utf-8">'
                     "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
-
-
-def _class_html(exercise, ex):
-    rows = "".join(
-        f"<tr><th scope=\"row\"><a href=\"?learner={quote(name)}\">{escape(name)}</a></th>"
-        f"<td>{w['submissions']}</td>"
-        f"<td>{_num(w['recorded'])}</td><td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
-        + "; ".join(escape(f"{t['name']}: {t['output']}") for t in w["feedback"]
-                    if t["status"] != "passed") + "</td></tr>"
-        for name, w in sorted(ex["learners"].items()))
-    checks = "".join(f"<tr><th scope=\"row\">{escape(c['name'])}</th><td>{c['passed']} / "
-                     f"{c['learners']} ({c['pass_rate']:.0%})</td></tr>" for c in ex["checks"])
-    return (f"<h2>{escape(exercise)} (out of {_num(ex['max_score'])})</h2><table><thead><tr>"
-            f"<th>learner</th><th>submissions</th><th>recorded ({escape(ex['recorded_rule'])})</th>"
-            "<th>latest</th><th>best</th>"
-            f"<th>failed checks (latest)</th></tr></thead><tbody>{rows}</tbody></table>"
-            f"<table><thead><tr><th>check</th><th>passed (latest submissions)</th></tr></thead>"
-            f"<tbody>{checks}</tbody></table>")
 
 
 def _submission_html(sub):

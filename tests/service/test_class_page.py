@@ -68,6 +68,7 @@ def test_the_page_escapes_learners_and_labels_its_plots(store):
     assert 'aria-label="pass rate of each check: values: the result equals state + delta: 1 of 2' in html
     assert 'href="./?learner=eve"' in html and "<details>" in html
     assert ">1 / 1</td>" in html  # ada's progress: one exercise of one done
+    assert '<td class="late">on time</td>' in html
 
 
 def test_lesson_runs_are_counted_per_learner_and_shown_in_progress(store):
