@@ -11,23 +11,33 @@
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step.
 
+* ``POST <prefix>api/runs`` ``{"lesson": name}``: the signed-in learner ran code
+  on a lesson's page (recorded for them, shown in the class page's progress).
+* ``GET <prefix>class`` (instructors): the class page, where the class is stuck
+  in plots and groups of failing observations, and every learner's row
+  (:mod:`autograder.service.class_page`); its scripts and style are at
+  ``<prefix>static/<name>``.
+
 * ``GET <prefix>``: the same as a page: a learner's own submissions and
-  feedback; for instructors, the class view and a link to the CSV.
+  feedback; for instructors, links to the class page and the CSV.
 
 Every route answers 403 to a request without a hub sign-in (see
 :mod:`autograder.service.auth`); a browser's page view is sent through the
 hub's sign-in instead.
 """
+import json
 import os
 import tempfile
+from collections import Counter
 from html import escape
-from urllib.parse import quote
+from pathlib import Path
 
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder import pipeline
-from autograder.service.app import Base, Refused, describe
+from autograder.service import class_page, class_stats
+from autograder.service.app import Base, Refused, _echo, describe
 from autograder.service.recorded import late_by, recorded, score
 
 
@@ -45,7 +55,7 @@ def _public(row):
                          finished_at=row["finished_at"] or 0))
 
 
-def summary(store, rule, deadlines=None):
+def summary(store, rule, deadlines=None, rows=None):
     """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
     "checks": [...]}}``.
 
@@ -57,10 +67,11 @@ def summary(store, rule, deadlines=None):
     ``latest`` and ``best`` score among graded ones, ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
-    and ``pass_rate`` = passed / learners.
+    and ``pass_rate`` = passed / learners. ``rows``: ``store.submissions()`` when the
+    caller has read them already (the class page reads them once).
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
-    for row in store.submissions():
+    for row in store.submissions() if rows is None else rows:
         ex = view.setdefault(row["exercise"], {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row["learner"], {
@@ -72,6 +83,7 @@ def summary(store, rule, deadlines=None):
         if row["status"] != "done" or row["result"] is None:
             continue
         result = pipeline.stored(row["result"], row["exercise"])
+        row["score"] = float(result.score)  # read once: the recorded rule asks again
         latest.setdefault(row["exercise"], {})[row["learner"]] = result
         ex["max_score"] = result.max_score
         who["latest"], who["latest_id"] = result.score, row["id"]
@@ -90,9 +102,10 @@ def summary(store, rule, deadlines=None):
             who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
     for exercise, ex in view.items():
         graded = list(latest.get(exercise, {}).values())
+        passes = Counter(grade_id for r in graded  # each result once per check it passed
+                         for grade_id in {c.grade_id for c in r.checks if c.status == "passed"})
         for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
-            passed = sum(1 for r in graded if any(c.grade_id == check.grade_id and
-                                                  c.status == "passed" for c in r.checks))
+            passed = passes[check.grade_id]
             ex["checks"].append({"name": check.title, "passed": passed, "learners": len(graded),
                                  "pass_rate": round(passed / len(graded), 4)})
     return view
@@ -126,6 +139,60 @@ class Class(_Instructors):
                                              self.application.settings["mirror"].deadlines)})
 
 
+class ClassPage(_Instructors):
+    async def get(self):
+        deadlines = self.application.settings["mirror"].deadlines
+        # the store's read and the plots' drawing both block: off the event loop
+        html = await self.db(lambda: class_page.render(
+            class_stats.class_data(self.store, self.settings_.recorded, deadlines)))
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(html)
+
+
+class Asset(Base):
+    """The class page's scripts and style (library code and ours; nothing private)."""
+    open_to_all = True
+
+    def get(self, name):
+        if name not in class_page.ASSETS:
+            raise Refused(404, "not_found", f"no such file: {name}")
+        path, kind = class_page.ASSETS[name]
+        if not path.exists():  # node_modules not installed: the page still works unsorted
+            raise Refused(404, "not_installed", f"{name} is not installed (run npm ci)")
+        self.set_header("Content-Type", f"{kind}; charset=utf-8")
+        self.set_header("Cache-Control", "max-age=600")
+        self.finish(path.read_bytes())
+
+
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "book" / "lessons"
+RUN_BYTES = 1024  # a lesson run's body: {"lesson": "<name>"}
+
+
+def lessons():
+    """The course's lesson names (``book/lessons/<name>.md``), sorted."""
+    return sorted(p.stem for p in LESSONS_DIR.glob("*.md"))
+
+
+class LessonRun(Base):
+    """``POST <prefix>api/runs`` ``{"lesson": name}``: the signed-in learner ran code
+    on that lesson's page (the page's runner says so). Recorded for whoever signed in;
+    nothing in the body says who."""
+
+    async def post(self):
+        if len(self.request.body) > RUN_BYTES:
+            raise Refused(413, "too_large", f"a lesson run is at most {RUN_BYTES} bytes")
+        try:
+            body = json.loads(self.request.body or b"null")
+        except ValueError:
+            raise Refused(400, "bad_json", "send {\"lesson\": \"<name>\"} as JSON") from None
+        lesson = body.get("lesson") if isinstance(body, dict) else None
+        if lesson not in lessons():
+            raise Refused(400, "unknown_lesson", f"no such lesson: {_echo(lesson)}; "
+                          f"one of {', '.join(lessons())}")
+        await self.db(self.store.record_run, self.person.name, lesson)
+        self.send(200, {"learner": self.person.name, "lesson": lesson})
+
+
 class ClassCsv(_Instructors):
     def get(self):
         # the gradebook, not the grading threads: an API-only process (--jobs 0) has none
@@ -150,12 +217,10 @@ class Page(Base):
             return
         parts = [f"<h1>Grades: {escape(who.name)}</h1>"]
         if who.instructor:
-            parts.append('<p><a href="api/class.csv" download>Download the class CSV '
-                         "(nbgrader export's columns)</a></p>")
-            view = summary(self.store, self.settings_.recorded,
-                           self.application.settings["mirror"].deadlines)
-            for exercise, ex in sorted(view.items()):
-                parts.append(_class_html(exercise, ex))
+            # the class itself is on the class page (one table of it here was unreadable)
+            parts.append('<p><a href="class">The class</a>: where it is stuck, every learner '
+                         'and their history. <a href="api/class.csv" download>Download the '
+                         "class CSV (nbgrader export's columns)</a></p>")
         for sub in listing(self.store, who)["submissions"]:
             parts.append(_submission_html(sub))
         self._page(*parts)
@@ -164,24 +229,6 @@ class Page(Base):
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish('<!doctype html><html lang="en"><head><meta charset="utf-8">'
                     "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
-
-
-def _class_html(exercise, ex):
-    rows = "".join(
-        f"<tr><th scope=\"row\"><a href=\"?learner={quote(name)}\">{escape(name)}</a></th>"
-        f"<td>{w['submissions']}</td>"
-        f"<td>{_num(w['recorded'])}</td><td>{_num(w['latest'])}</td><td>{_num(w['best'])}</td><td>"
-        + "; ".join(escape(f"{t['name']}: {t['output']}") for t in w["feedback"]
-                    if t["status"] != "passed") + "</td></tr>"
-        for name, w in sorted(ex["learners"].items()))
-    checks = "".join(f"<tr><th scope=\"row\">{escape(c['name'])}</th><td>{c['passed']} / "
-                     f"{c['learners']} ({c['pass_rate']:.0%})</td></tr>" for c in ex["checks"])
-    return (f"<h2>{escape(exercise)} (out of {_num(ex['max_score'])})</h2><table><thead><tr>"
-            f"<th>learner</th><th>submissions</th><th>recorded ({escape(ex['recorded_rule'])})</th>"
-            "<th>latest</th><th>best</th>"
-            f"<th>failed checks (latest)</th></tr></thead><tbody>{rows}</tbody></table>"
-            f"<table><thead><tr><th>check</th><th>passed (latest submissions)</th></tr></thead>"
-            f"<tbody>{checks}</tbody></table>")
 
 
 def _submission_html(sub):
@@ -204,4 +251,5 @@ def _num(value):
 
 def handlers(prefix):
     return [(prefix, Page), (prefix + "api/me", Me), (prefix + "api/class", Class),
-            (prefix + "api/class.csv", ClassCsv)]
+            (prefix + "api/class.csv", ClassCsv), (prefix + "class", ClassPage),
+            (prefix + r"static/([A-Za-z0-9_.-]+)", Asset), (prefix + "api/runs", LessonRun)]

@@ -84,6 +84,11 @@ class Deadlines:
         extension = extensions.get((exercise, learner), datetime.timedelta(0))
         return (dues[exercise] + extension).replace(tzinfo=UTC)
 
+    def course_due(self, exercise):
+        """When ``exercise`` is due for the class, extensions aside (aware UTC), or None."""
+        due = self._dates()[0].get(exercise)
+        return due.replace(tzinfo=UTC) if due else None
+
     def assess(self, learner, exercise, submitted_at, score):
         """The :class:`Lateness` of a submission made at ``submitted_at`` (epoch s) that
         scored ``score`` points; the penalty is clipped to ``[0, score]`` as nbgrader does."""

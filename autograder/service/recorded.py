@@ -21,7 +21,10 @@ RULES = defaults.RECORDED_RULES
 
 
 def score(row):
-    """The score of a graded submission row (``result`` parsed, ``exercise``); a float."""
+    """The score of a graded submission row (``result`` parsed, ``exercise``; or its
+    ``score`` already read, by the class view); a float."""
+    if "score" in row:
+        return row["score"]
     return float(pipeline.stored(row["result"], row["exercise"]).score)
 
 

@@ -87,6 +87,15 @@ locks = Table(
     Column("owner", String(128), nullable=False),
     Column("until", Float, nullable=False),
 )
+# Which lessons each signed-in learner ran code on in the page (course-run.js).
+lesson_runs = Table(
+    "lesson_runs", metadata,
+    Column("learner", String(64), primary_key=True),
+    Column("lesson", String(64), primary_key=True),
+    Column("runs", Integer, nullable=False),
+    Column("first_at", Float, nullable=False),
+    Column("last_at", Float, nullable=False),
+)
 WAITING = ("queued", "running")
 CLAIM_LOCK = 7_315_001  # pg_advisory_xact_lock key for claims (any constant)
 
@@ -470,6 +479,29 @@ class Store:
                     id=new, client="regrade", status="queued", **row))
                 made.append(new)
         return made
+
+    # -- lessons ------------------------------------------------------------
+    def record_run(self, learner, lesson, now=None):
+        """``learner`` ran code on ``lesson``'s page (one more run, at ``now``)."""
+        now = time.time() if now is None else now
+        r = lesson_runs.c
+        mine = and_(r.learner == learner, r.lesson == lesson)
+        with self.engine.begin() as conn:
+            if not conn.execute(update(lesson_runs).where(mine).values(
+                    runs=r.runs + 1, last_at=now)).rowcount:
+                conn.execute(lesson_runs.insert().values(learner=learner, lesson=lesson, runs=1,
+                                                         first_at=now, last_at=now))
+
+    def runs(self):
+        """``{learner: {lesson: {"runs", "last_at"}}}`` (``last_at`` epoch seconds)."""
+        r = lesson_runs.c
+        with self._read() as conn:
+            rows = conn.execute(select(r.learner, r.lesson, r.runs, r.last_at)).mappings().all()
+        out = {}
+        for row in rows:
+            out.setdefault(row["learner"], {})[row["lesson"]] = {"runs": row["runs"],
+                                                                 "last_at": row["last_at"]}
+        return out
 
     def mark_recorded(self, learner, exercise, sub_id):
         """``sub_id`` is in the gradebook as ``learner``'s grade for ``exercise``; every

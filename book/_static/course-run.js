@@ -290,6 +290,49 @@
     });
   }
 
+  /* Under the hub: the first code a learner runs on a lesson's page is recorded for
+   * them, so the instructors' class page shows which lessons each learner ran code
+   * on. The grading service takes who from the hub token, never from the body. */
+  var LESSON = window.location.pathname.match(/\/lessons\/([A-Za-z0-9_]+)\.html$/);
+  var runRecorded = false;
+  function recordRun() {
+    if (!HUB || !LESSON || runRecorded) return;
+    runRecorded = true;
+    window.courseHub().then(function (s) {
+      return fetch(HUB_PREFIX + "services/grader/api/runs", { method: "POST",
+        headers: Object.assign({ "Content-Type": "application/json" }, s.headers),
+        body: JSON.stringify({ lesson: LESSON[1] }) });
+    }).then(function (r) { if (!r.ok) runRecorded = false; }, function () { runRecorded = false; });
+  }
+  document.addEventListener("click", function (e) {
+    if (e.target.closest && e.target.closest(".thebe-run-button")) recordRun();
+  }, true);
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && e.shiftKey && e.target.closest && e.target.closest(".thebe-cell")) recordRun();
+  }, true);
+
+  /* Under the hub, instructors (the grading service says who is one) find the class
+   * page in the site's navigation; learners never get the link (nor the page). */
+  function instructorLink() {
+    if (!HUB) return;
+    window.courseHub().then(function (s) {
+      return fetch(HUB_PREFIX + "services/grader/api/me", { headers: s.headers });
+    }).then(function (r) { return r.ok ? r.json() : null; }).then(function (me) {
+      if (!me || !me.instructor) return;
+      var nav = document.querySelector("nav.bd-links") || document.querySelector(".bd-sidebar-primary") ||
+        document.body;
+      var p = document.createElement("p");
+      p.className = "course-instructors";
+      var a = document.createElement("a");
+      a.href = HUB_PREFIX + "services/grader/class";
+      a.textContent = "The class (instructors)";
+      p.appendChild(a);
+      nav.insertBefore(p, nav.firstChild);
+    }).catch(function () { /* not signed in: the hub's sign-in comes first */ });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", instructorLink);
+  else instructorLink();
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
   window.addEventListener("load", function () { nameControls(); focusableScrollers(); });

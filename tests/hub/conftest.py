@@ -164,15 +164,16 @@ def accounts():
             subprocess.run(["groupdel", group], capture_output=True)
 
 
-@pytest.fixture(scope="package")
-def class_of_30(accounts):
-    """Thirty more learners (system users in this run's learners group): ``[Account]``."""
+@contextlib.contextmanager
+def more_learners(accounts, count):
+    """``count`` more learners (system users in this run's learners group): ``[Account]``,
+    removed afterwards."""
     _, groups = accounts
     tag = secrets.token_hex(2)
     made = []
     try:
-        for i in range(30):
-            account = Account(f"c{tag}{i:02d}", secrets.token_urlsafe(12))
+        for i in range(count):
+            account = Account(f"c{tag}{i:03d}", secrets.token_urlsafe(12))
             _run("adduser", "--disabled-password", "--gecos", "", "--quiet", account.name)
             made.append(account)
             subprocess.run(["chpasswd"], input=f"{account.name}:{account.password}\n",
@@ -183,6 +184,13 @@ def class_of_30(accounts):
         for account in made:
             _kill_user(account.name)
             subprocess.run(["userdel", "-r", account.name], capture_output=True)
+
+
+@pytest.fixture(scope="package")
+def class_of_30(accounts):
+    """Thirty more learners: ``[Account]`` (see :func:`more_learners`)."""
+    with more_learners(accounts, 30) as made:
+        yield made
 
 
 def _kill_user(name):

@@ -161,6 +161,12 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
         assert all(s["learner"] == made[role].name for s in mine)
         assert sum(1 for s in mine if s["status"] == "done" and s["result"]["score"] == 10) >= 2
 
+    # the code each ran on the lesson's page is in the class page's progress, as theirs
+    progress = sign_in("ins").grader("GET", "class").text.split('id="progress"', 1)[1]
+    for role in ("ada", "bob"):
+        row = re.search(rf'<tr><th scope="row"><a [^>]*>{made[role].name}</a></th>.*?</tr>', progress)
+        assert row and "donate_argnums (" in row.group(0), progress[:2000]
+
     # restart: learners, notebooks and grades are kept
     hub.stop()
     hub.start()

@@ -1,0 +1,93 @@
+"""Where a class is stuck: the numbers behind the instructors' class page, read
+from the store at request time (no HTML here: :mod:`autograder.service.class_page`
+renders them, :mod:`autograder.service.class_plots` draws them).
+
+A failing check's *observation* is the ``Got:`` line of its feedback
+(:mod:`autograder.feedback`) with every number replaced by ``#``: two learners
+whose state is alive after a call that donated 0 of 2 arguments and 1 of 3 are
+stuck on the same thing, so they count as one group.
+"""
+import re
+from collections import defaultdict
+
+from autograder.service import classroom  # classroom serves this module: by module, not name
+
+NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)")  # not in float32
+GOT = "Got:"
+
+
+def observation(output):
+    """The normalised observation of a failed check's ``output`` (str): its ``Got:``
+    line (the first line when it has none), numbers as ``#``, spaces squeezed."""
+    lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
+    got = next((line for line in lines if line.startswith(GOT)), lines[0] if lines else "")
+    return " ".join(NUMBER.sub("#", got).split())
+
+
+def class_data(store, rule, deadlines=None):
+    """``{"exercises": {name: {...}}, "progress": {learner: {...}}}`` (see :func:`_progress`).
+
+    Per exercise: ``max_score``, ``recorded_rule``, ``due`` (the course's due date,
+    aware UTC datetime or None), ``learners`` (a list of rows, by name: ``learner``,
+    ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool),
+    ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
+    failed checks: ``name``, ``output``)), ``checks`` (``name``, ``passed``,
+    ``learners``, ``pass_rate``, ``groups``: ``[{"observation", "count",
+    "learners"}]``, most learners first), ``scores`` (recorded scores, floats) and
+    ``times`` (each submission's epoch seconds, oldest first; regrades left out).
+    """
+    rows = store.submissions()
+    view = classroom.summary(store, rule, deadlines, rows)
+    times = defaultdict(list)
+    for row in rows:
+        if not row["regrade"]:
+            times[(row["exercise"], row["learner"])].append(row["submitted_at"])
+    exercises = {name: _exercise(name, ex, times, deadlines) for name, ex in sorted(view.items())}
+    return {"exercises": exercises, "progress": _progress(exercises, store.runs())}
+
+
+def _exercise(name, ex, times, deadlines):
+    learners = [_learner(who, w, times.get((name, who), [])) for who, w in sorted(ex["learners"].items())]
+    groups = _groups(learners)
+    checks = [dict(c, groups=groups.get(c["name"], [])) for c in ex["checks"]]
+    return {"max_score": ex["max_score"], "recorded_rule": ex["recorded_rule"],
+            "due": deadlines.course_due(name) if deadlines else None,
+            "learners": learners, "checks": checks,
+            "scores": [r["recorded"] for r in learners if r["recorded"] is not None],
+            "times": sorted(t for (exercise, _), ts in times.items() if exercise == name for t in ts)}
+
+
+def _learner(name, w, times):
+    return {"learner": name, "recorded": w["recorded"], "best": w["best"], "latest": w["latest"],
+            "submissions": w["submissions"], "late": w["late_seconds"] > 0,
+            "late_seconds": w["late_seconds"], "penalty": w["penalty"], "last_activity": max(times, default=None),
+            "failed": [{"name": t["name"], "output": t["output"]} for t in w["feedback"]
+                       if t["status"] != "passed"]}
+
+
+def _groups(learners):
+    """``{check: [group, ...]}``: the learners whose latest result failed each check,
+    by observation, the largest group first."""
+    by = defaultdict(lambda: defaultdict(list))
+    for row in learners:
+        for failed in row["failed"]:
+            by[failed["name"]][observation(failed["output"])].append(row["learner"])
+    return {check: sorted(({"observation": obs, "count": len(who), "learners": who}
+                           for obs, who in groups.items()),
+                          key=lambda g: (-g["count"], g["observation"]))
+            for check, groups in by.items()}
+
+
+def _progress(exercises, runs):
+    """``{learner: {"exercises": {exercise: {"recorded", "max_score", "done"}},
+    "lessons": {lesson: {"runs", "last_at"}}}}``; ``done``: the recorded score is
+    the exercise's full marks; ``runs``: :meth:`Store.runs`."""
+    progress = defaultdict(lambda: {"exercises": {}, "lessons": {}})
+    for name, ex in exercises.items():
+        for row in ex["learners"]:
+            full = row["recorded"] is not None and row["recorded"] >= (ex["max_score"] or 0)
+            progress[row["learner"]]["exercises"][name] = {
+                "recorded": row["recorded"], "max_score": ex["max_score"], "done": full}
+    for learner, lessons in runs.items():
+        progress[learner]["lessons"] = lessons
+    return dict(sorted(progress.items()))
