@@ -186,6 +186,25 @@ def report_text(report: dict) -> str:
     return json.dumps(head)[:-1] + ', "rows": [\n' + rows + "\n]}\n"
 
 
+def check_against_last(report: dict) -> int:
+    """0 when ``report`` finds what the committed last report says (the same JAX, the
+    same rules, values and samples, each with the same status), else 1, printing each
+    row that differs. Values may move in both builds alike: the site states statuses."""
+    last = json.loads(LAST_REPORT.read_text())
+    key = lambda r: (r["kind"], r["where"], r["id"])  # noqa: E731
+    said = {key(r): r for r in last["rows"]}
+    found = {key(r): r for r in report["rows"]}
+    differ = [k for k in said.keys() | found.keys()
+              if said.get(k, {}).get("status") != found.get(k, {}).get("status")]
+    if last["new_jax"] != report["new_jax"]:
+        print(f"==> {LAST_REPORT.relative_to(REPO)} is of JAX {last['new_jax']}, not {report['new_jax']}")
+        return 1
+    for k in sorted(differ):
+        print(f"==> differs from the committed report: {' '.join(k)}: "
+              f"{said.get(k, {}).get('status')} -> {found.get(k, {}).get('status')}")
+    return 1 if differ else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
@@ -193,6 +212,9 @@ def main(argv=None) -> int:
     parser.add_argument("--jax", help="the other JAX release, e.g. 0.10.2")
     parser.add_argument("--python", default=DRIFT_PYTHON, help="interpreter for the drift venv")
     parser.add_argument("--interpreter", help="an interpreter with the course's packages (no venv built)")
+    parser.add_argument("--check", action="store_true",
+                        help=f"write nothing; exit 1 unless this JAX gives what "
+                             f"{LAST_REPORT.relative_to(REPO)} says (the site's claim)")
     args = parser.parse_args(argv)
     if args.command == "observe":
         observe(args.out)
@@ -209,6 +231,8 @@ def main(argv=None) -> int:
     print("\n".join(drift_compare.format_report(rows, old["jax"], new["jax"])))
     report = {"old_jax": old["jax"], "new_jax": new["jax"], "python": new["python"],
               "date": datetime.date.today().isoformat(), "rows": rows}
+    if args.check:
+        return check_against_last(report)
     text = report_text(report)
     (BUILD / "drift" / f"report-{new['jax']}.json").write_text(text)
     LAST_REPORT.write_text(text)
