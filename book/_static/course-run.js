@@ -183,6 +183,36 @@
       "; see _build/logs/jupyterlab.log.";
   }
 
+  function sessionsUrl(base, token, id) {
+    return base.replace(/\/+$/, "") + "/api/sessions" + (id ? "/" + encodeURIComponent(id) : "") +
+      (token ? "?token=" + encodeURIComponent(token) : "");
+  }
+
+  /* Jupyter hands back the running session of a path instead of starting one, so a
+   * kernel left at this page's path (an earlier visit, a reload, another tab of this
+   * page) would carry its names and settings (jax_num_cpu_devices can only be set
+   * before JAX starts) into this run: shut it down first. */
+  async function shutDownPageKernels(base, token, path) {
+    var reply = await fetch(sessionsUrl(base, token), { cache: "no-store" });
+    if (!reply.ok) throw new Error("JupyterLab did not list its kernels (HTTP " + reply.status + ")");
+    var old = (await reply.json()).filter(function (s) { return s.path === path; });
+    await Promise.all(old.map(function (s) {
+      return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" });
+    }));
+  }
+
+  /* Shut the page's kernel down when the page goes (each holds its own JAX). */
+  async function shutDownOnLeave(base, token, path) {
+    var reply = await fetch(sessionsUrl(base, token), { cache: "no-store" });
+    var mine = reply.ok ? (await reply.json()).filter(function (s) { return s.path === path; })[0] : null;
+    if (!mine) return;
+    window.addEventListener("pagehide", function () {
+      fetch(sessionsUrl(base, token, mine.id), { method: "DELETE", keepalive: true }).catch(function () {});
+    });
+    // Back to this page from the browser's cache: its kernel is gone, so start over.
+    window.addEventListener("pageshow", function (evt) { if (evt.persisted) window.location.reload(); });
+  }
+
   async function runHere(button, status) {
     button.disabled = true;
     if (!HUB) { // under the hub, hubServer() below starts and finds the learner's own server
@@ -205,7 +235,9 @@
         base = session.server;  // with its trailing slash: thebe appends "api/..." to it
         token = session.token;
       }
-      status.textContent = "Starting a Python kernel on " + base + "...";
+      var path = button.getAttribute("data-kernel-path") || "lessons/page.ipynb";
+      status.textContent = "Starting a new Python kernel for this page on " + base + "...";
+      await shutDownPageKernels(base, token, path);
       window.thebe.on("status", function (evt, data) {
         if (data && data.subject === "kernel" && data.status) {
           status.textContent = "Kernel: " + data.status;
@@ -226,10 +258,11 @@
           token: token,
           appendToken: true,
         },
-        kernelOptions: { name: "python3", path: button.getAttribute("data-kernel-path") || "." },
+        kernelOptions: { name: "python3", path: path },
         codeMirrorConfig: { theme: darkMode() ? "darcula" : "idea", mode: "python" },
       });
       if (!started || !started.session) throw new Error("no kernel session");
+      shutDownOnLeave(base, token, path).catch(function () {});
       document.body.classList.add("course-run-live");
       status.textContent = "Ready: " + cells + " cells are live. Edit a cell and press Shift-Enter or its \u201crun\u201d button.";
       button.hidden = true;
