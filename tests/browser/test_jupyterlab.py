@@ -1,6 +1,7 @@
 """The exercise page opens the released notebook in the learner JupyterLab, where
 the self-check cell runs, the submit cell grades what the learner ran (without a
-save first), and nbgrader's Validate button checks the notebook."""
+save first), and nbgrader's Validate button checks the notebook; nbgrader's menu
+(it needs an exchange the course does not have) is not offered."""
 
 from __future__ import annotations
 
@@ -53,6 +54,11 @@ def test_exercise_notebook_opens_runs_submits_and_validates(restored_workspace, 
     # while it still reads Starting or Connecting is dropped.
     # (status bar: "Python 3 (ipykernel) | Idle").
     lab.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).first.wait_for(timeout=WAIT_MS)
+    # nbgrader's menu (assignment list, formgrader) needs an exchange this course does not
+    # have: not offered. Every plugin has started by now (the toolbar's Validate is in).
+    menus = lab.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+    assert "Run" in menus and "Nbgrader" not in menus, menus
+    assert lab.request.get(f"{servers.jupyter}/assignments?token={servers.token}").status == 404
 
     # write the answer in the marked cell, run it and the self-check cell
     # Each key press waits for what it needs: on a loaded machine a press sent
