@@ -86,9 +86,22 @@
     throw new Error("your server did not start in time");
   }
 
+  /* What the running `make serve` says (scripts/serve.py writes _static/course-local.json
+   * at start): its JupyterLab's and grading service's addresses and its learner, for a
+   * page opened without the printed query string ({} when there is none: another host,
+   * the hub, or make serve stopped). Never the token. */
+  window.courseLocal = HUB ? Promise.resolve({}) : fetch(STATIC + "course-local.json", { cache: "no-store" })
+    .then(function (r) { return r.ok ? r.json() : {}; })
+    .catch(function () { return {}; });
+
   var host = window.location.hostname || DEFAULTS.host;
+  var FROM_URL = new URLSearchParams(window.location.search).get("jupyter");
+  // The page URL first, then the running make serve, then what this site last remembered.
   var BASE = setting("jupyter", "http://" + host + ":" + DEFAULTS.jupyterPort).replace(/\/+$/, "");
   var TOKEN = setting("token", DEFAULTS.jupyterToken);
+  var located = window.courseLocal.then(function (local) {
+    if (!FROM_URL && local.jupyter) BASE = String(local.jupyter).replace(/\/+$/, "");
+  });
 
   function labUrl(path) {
     if (HUB) return HUB_PREFIX + "hub/user-redirect/lab/tree/" + path.split("/").map(encodeURIComponent).join("/");
@@ -192,19 +205,26 @@
    * kernel left at this page's path (an earlier visit, a reload, another tab of this
    * page) would carry its names and settings (jax_num_cpu_devices can only be set
    * before JAX starts) into this run: shut it down first. */
-  async function shutDownPageKernels(base, token, path) {
+  async function pageSessions(base, token, path) {
     var reply = await fetch(sessionsUrl(base, token), { cache: "no-store" });
     if (!reply.ok) throw new Error("JupyterLab did not list its kernels (HTTP " + reply.status + ")");
-    var old = (await reply.json()).filter(function (s) { return s.path === path; });
-    await Promise.all(old.map(function (s) {
-      return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" });
+    return (await reply.json()).filter(function (s) { return s.path === path; });
+  }
+
+  async function shutDownPageKernels(base, token, path) {
+    // A DELETE can cross the one a closing page sent (its 404 carries no CORS header,
+    // so fetch rejects it): ignore it, and look again.
+    await Promise.all((await pageSessions(base, token, path)).map(function (s) {
+      return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" }).catch(function () {});
     }));
+    if ((await pageSessions(base, token, path)).length) {
+      throw new Error("the kernel this page ran on before could not be shut down");
+    }
   }
 
   /* Shut the page's kernel down when the page goes (each holds its own JAX). */
   async function shutDownOnLeave(base, token, path) {
-    var reply = await fetch(sessionsUrl(base, token), { cache: "no-store" });
-    var mine = reply.ok ? (await reply.json()).filter(function (s) { return s.path === path; })[0] : null;
+    var mine = (await pageSessions(base, token, path))[0];
     if (!mine) return;
     window.addEventListener("pagehide", function () {
       fetch(sessionsUrl(base, token, mine.id), { method: "DELETE", keepalive: true }).catch(function () {});
@@ -215,6 +235,7 @@
 
   async function runHere(button, status) {
     button.disabled = true;
+    await located;
     if (!HUB) { // under the hub, hubServer() below starts and finds the learner's own server
       status.textContent = "Connecting to the course JupyterLab at " + BASE + "...";
       var found = await diagnose();
@@ -281,9 +302,13 @@
   }
 
   function init() {
-    document.querySelectorAll("a.course-run-lab").forEach(function (a) {
-      a.href = labUrl(a.getAttribute("data-lab-path"));
-    });
+    var links = function () {
+      document.querySelectorAll("a.course-run-lab").forEach(function (a) {
+        a.href = labUrl(a.getAttribute("data-lab-path"));
+      });
+    };
+    links();
+    located.then(links);
     document.querySelectorAll("button.course-run-here").forEach(function (button) {
       var status = button.parentNode.querySelector(".course-run-status");
       button.hidden = false;

@@ -2,8 +2,10 @@
  *
  * Used by the exercise pages: an empty block <div data-grader-exercise="<name>">
  * (see book/exercises/*.md) gets a file picker and a button, and a learner-id
- * field unless a site URL named the learner (?learner=<id>, which make serve's
- * printed URL carries for its one learner; remembered like the service URL).
+ * field (with what the id is for) unless a site URL named the learner (?learner=<id>,
+ * which make serve's printed URL carries for its one learner; remembered like the
+ * service URL) or the running make serve does (_static/course-local.json, which also
+ * names its grading service: window.courseLocal, course-run.js).
  * The service URL is http://<this host>:<its default port> (window.COURSE_DEFAULTS,
  * _static/course-defaults.js, written by the site build from autograder/defaults.py)
  * unless a site URL said ?grader=<url> (make serve prints one when GRADER_PORT is
@@ -47,13 +49,26 @@
     return url.replace(/\/+$/, "");
   }
 
-  var FORM = '<p class="grader-standing" aria-live="polite"></p><form>' +
+  var QUERY = new URLSearchParams(window.location.search);
+
+  /* A page opened without make serve's printed query string: the running make serve
+   * names its grading service and learner (course-local.json, read by course-run.js). */
+  function fromLocal(local) {
+    if (!QUERY.get("grader") && local.grader) GIVEN = String(local.grader);
+    if (!QUERY.get("learner") && local.learner && LEARNER.test(local.learner)) LEARNER_GIVEN = local.learner;
+  }
+
+  function formMarkup() {
+    return '<p class="grader-standing" aria-live="polite"></p><form>' +
     (LEARNER_GIVEN ? '<p class="grader-as">Submitting as <strong></strong></p>'
-      : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required></label>') +
+      : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required>' +
+        '<span class="grader-hint">the name your grades are recorded under: use the same one ' +
+        'every time (make serve uses your login name)</span></label>') +
     '<label>Notebook <input id="grader-file" name="notebook" type="file" accept=".ipynb" required></label>' +
     '<button id="grader-submit" type="submit">Submit for grading</button></form>' +
     '<p id="grader-status" class="grader-status" role="status" aria-live="polite"></p>' +
     '<div id="grader-feedback" class="grader-feedback"></div>';
+  }
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -160,9 +175,10 @@
   /* Why this upload deserves a second look, or "": the released stub (it scores 0), or,
    * under the "latest" rule, an upload that replaces a recorded grade whatever it scores. */
   function uploadWarning(notebook, exercise, standing) {
-    var stub = (notebook.cells || []).some(function (c) {
-      var meta = (c.metadata || {}).nbgrader || {};
-      var src = Array.isArray(c.source) ? c.source.join("") : String(c.source || "");
+    // Not a notebook's shape: no warning here, the service says what is wrong with it.
+    var stub = Array.isArray(notebook && notebook.cells) && notebook.cells.some(function (c) {
+      var meta = ((c && c.metadata) || {}).nbgrader || {};
+      var src = c && Array.isArray(c.source) ? c.source.join("") : String((c && c.source) || "");
       return meta.grade_id === exercise && /raise NotImplementedError\(\)/.test(src);
     });
     var rec = standing && standing.recorded;
@@ -183,7 +199,7 @@
 
   function init(root) {
     root.classList.add("grader");
-    if (!root.querySelector("form")) root.innerHTML = FORM; // fixed markup, no data in it
+    if (!root.querySelector("form")) root.innerHTML = formMarkup(); // fixed markup, no data in it
     var form = root.querySelector("form");
     var learner = root.querySelector("[name=learner]");
     if (LEARNER_GIVEN) root.querySelector(".grader-as strong").textContent = LEARNER_GIVEN;
@@ -265,7 +281,9 @@
   }
 
   function start() {
-    document.querySelectorAll("[data-grader-exercise]").forEach(init);
+    (window.courseLocal || Promise.resolve({})).then(fromLocal, function () {}).then(function () {
+      document.querySelectorAll("[data-grader-exercise]").forEach(init);
+    });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

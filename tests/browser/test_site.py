@@ -180,3 +180,24 @@ def test_each_lesson_page_runs_on_a_kernel_of_its_own(servers, open_page):
     assert "fresh" in _run_cell(first.page, 0, "fresh|leaked", LEAK)
     screenshot(sharded.page, "lesson-own-kernel")
     assert not first.problems and not sharded.problems, first.problems + sharded.problems
+
+
+def test_pages_opened_without_the_printed_query_find_the_course(servers, open_page):
+    """A page opened by its bare address (a bookmark, a link typed in) finds the JupyterLab
+    and the learner this make serve chose (here not the default ports), and says the
+    token is what is missing, not that JupyterLab is not running."""
+    lesson = open_page(f"{servers.site}book/lessons/donate_argnums.html").page
+    lesson.wait_for_function("(lab) => document.querySelector('nav.course-run a.course-run-lab')"
+                             ".href.startsWith(lab + '/lab/tree/lessons/')", arg=servers.jupyter)
+    lesson.locator("button.course-run-here").click()
+    lesson.wait_for_function(
+        "() => /^(Ready|Could not)/.test(document.querySelector('.course-run-status').textContent)",
+        timeout=WAIT_MS)
+    said = lesson.locator(".course-run-status").inner_text()
+    assert servers.jupyter in said and "refused this page's token" in said, said
+
+    exercise = open_page(f"{servers.site}book/exercises/update_with_donate.html").page
+    exercise.locator(".grader-as strong").wait_for()
+    assert exercise.locator(".grader-as strong").inner_text() == servers.learner
+    assert exercise.locator("#grader-learner").count() == 0
+    exercise.locator(".grader-standing").filter(has_text="Grading rule").wait_for()  # its service
