@@ -19,6 +19,17 @@ def fail(checked, expected, got, hint=None):
     raise GradeFailure("\n".join(lines))
 
 
+def where_text(where):
+    """Where a probe saw the learner's code raise, in words, or ''.
+
+    ``where`` is :func:`autograder.exercises.common.learner_line`'s ``{"line": int,
+    "code": str}`` (the line number within the cell), or None."""
+    if not isinstance(where, dict) or not isinstance(where.get("line"), int):
+        return ""  # none, or observations the grader cannot read: say no line
+    code = str(where.get("code") or "")[:200]
+    return f"line {where['line']} of your cell" + (f": `{code}`" if code else "")
+
+
 def graded(points, name):
     """Mark a hidden test with its points and the name learners see."""
 

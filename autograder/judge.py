@@ -12,7 +12,7 @@ pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": 
 import inspect
 
 from autograder import exercises
-from autograder.feedback import GradeFailure
+from autograder.feedback import GradeFailure, where_text
 from autograder.results import CheckResult
 
 
@@ -53,10 +53,28 @@ def check(exercise, name, obs, seed):
         message = f"`{obs['missing']}` is not defined"
     else:
         message = run_test(exercise, name, obs, seed)
+        if message is not None and isinstance(obs.get("stopped"), dict):
+            message = said_once(exercise, name, obs, seed, message)
     if message is None:
         return CheckResult(name, test.title, test.points, test.points, "passed",
                            f"Passed: {test.title}.")
     return CheckResult(name, test.title, 0, test.points, "failed", message)
+
+
+def said_once(exercise, name, obs, seed, message):
+    """One cause stopped every call (the probe's ``obs["stopped"]``): the first failing
+    check says it, with its line, and names the checks it kept from running; each of
+    those says only that it did not run. Decided from ``obs`` alone, so each graded
+    cell of ``nbgrader autograde`` says the same as the course grader."""
+    failing = [(n, title) for n, title, _ in hidden_tests(exercise)
+               if run_test(exercise, n, obs, seed) is not None]
+    (lead, lead_title), others = failing[0], [title for _, title in failing[1:]]
+    where = where_text(obs["stopped"].get("where"))
+    if name != lead:
+        return (f"Not run: every call raised the error reported under \"{lead_title}\""
+                + (f" ({where})" if where else "") + ".")
+    return (message + (f"\nWhere: {where}" if where else "")
+            + (f"\nNot run because of it: {'; '.join(others)}." if others else ""))
 
 
 def checks(exercise, obs, seed):

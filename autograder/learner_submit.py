@@ -124,6 +124,9 @@ def _show(sub: dict) -> None:
 
 def submit(exercise: str) -> None:
     """Submit this notebook (``$JPY_SESSION_NAME``, set by Jupyter) for ``exercise``."""
+    if os.environ.get("NBGRADER_VALIDATING"):
+        print("Not submitted: nbgrader's Validate runs this notebook, and never submits it.")
+        return
     since = time.time()
     path = os.environ.get("JPY_SESSION_NAME", "")
     if not path.endswith(".ipynb") or not os.path.isfile(path):

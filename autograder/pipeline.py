@@ -23,6 +23,7 @@ import hashlib
 import time
 from pathlib import Path
 
+import autograder.feedback
 import autograder.judge
 import autograder.load
 from autograder import exercises, results, sandbox
@@ -151,6 +152,10 @@ def _judge(sub, outcome, hex_digest):
     passed = sum(c.status == "passed" for c in checks)
     output = (f"All {passed} checks passed." if passed == len(checks)
               else f"{passed} of {len(checks)} checks passed.")
+    if isinstance(obs.get("stopped"), dict) and passed < len(checks):
+        where = autograder.feedback.where_text(obs["stopped"].get("where"))
+        output += (f" One error stopped every call: {str(obs['stopped'].get('error'))[:500]}"
+                   + (f" at {where}" if where else "") + " (the first failed check says more).")
     if notes:
         output += " Problems while running your code: " + "; ".join(notes) + "."
     return checks, output + "".join(f" Note: {n}." for n in sub.notes), "graded"

@@ -9,15 +9,16 @@ The workspace (``_build/workspace/``, gitignored) holds
   them to ``_build/html/_notebooks/lessons/``, the same files the pages offer for
   download);
 * ``<exercise>/<exercise>.ipynb``: each released exercise notebook
-  (``exercises/release/``, made by ``make release``), laid out as nbgrader's
-  assignment list expects a fetched assignment.
+  (``exercises/release/``, made by ``make release``), laid out as nbgrader lays
+  out a fetched assignment.
 
 Regenerating never overwrites a notebook the learner has changed: a file is
 replaced only while it still matches what was last written there.
 
-The server is JupyterLab with nbgrader's learner extensions (assignment list,
-Validate) and without the instructor ones (formgrader, course list, create
-assignment). It listens on 127.0.0.1 only (``allow_remote_access = False`` also
+The server is JupyterLab with nbgrader's Validate button and none of nbgrader's
+menu (the assignment list needs an nbgrader exchange, which this course does not
+use: learners submit to the grading service; formgrader, the course list and
+create assignment are instructor tools). It listens on 127.0.0.1 only (``allow_remote_access = False`` also
 checks the Host header, against DNS rebinding), allows cross-origin requests from
 the course site's origin only (``allow_origin``, so thebe on the site pages can
 start kernels), and requires a token that is random for every ``make serve``:
@@ -59,14 +60,19 @@ MANIFEST = ".course-generated.json"
 
 DEFAULT_TOKEN = ""  # none baked into the site: make serve makes a random one
 
-# Learners see nbgrader's assignment list and Validate button, not the instructor tools.
+# Learners see nbgrader's Validate button only. The assignment list and its fetch and
+# submit buttons need an nbgrader exchange directory; this course has none (learners
+# submit to the grading service), so it would only say "Error fetching courses!".
 SERVER_EXTENSIONS = {
-    "nbgrader.server_extensions.assignment_list": True,
+    "nbgrader.server_extensions.assignment_list": False,
     "nbgrader.server_extensions.validate_assignment": True,
     "nbgrader.server_extensions.formgrader": False,
     "nbgrader.server_extensions.course_list": False,
 }
 DISABLED_LAB_PLUGINS = {
+    "@jupyter/nbgrader:menu": True,  # the "Nbgrader" menu: every entry in it is off below
+    "@jupyter/nbgrader:assignment-list": True,
+    "@jupyter/nbgrader:formgrader": True,
     "@jupyter/nbgrader:create-assignment": True,
     "@jupyter/nbgrader:course-list": True,
     # no "news from jupyter.org" prompt: nothing here talks to the internet
@@ -78,10 +84,18 @@ LAB_APP = {
     "LabApp": {"news_url": None, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
                "extension_manager": "readonly"},
 }
-# nbgrader (Validate) reads nbgrader_config.py from the server's working directory
+# nbgrader (Validate) reads nbgrader_config.py from the server's working directory.
+# The released graded cells are empty (their tests are hidden), so nbgrader's default
+# Validate, which looks at graded cells only, passes every answer: validate_all makes
+# it fail on any cell that raises or writes to stderr, the self-check among them.
 NBGRADER_CONFIG = ("c = get_config()  # noqa: F821\n"
                    "c.CourseDirectory.course_id = 'jax-donation'\n"
-                   "c.Execute.timeout = 120\n")
+                   "c.Execute.timeout = 120\n"
+                   "c.Validator.validate_all = True\n"
+                   "c.Validator.failed_warning = (\n"
+                   "    'VALIDATION FAILED ON {num_failed} CELL(S): each raised an error or wrote '\n"
+                   "    'to stderr when the notebook ran from the top. Validate runs the '\n"
+                   "    'self-checks, not the hidden graded checks: submit to be graded.\\n')\n")
 
 # Defaults the learner can still change in JupyterLab's settings. The submit cell
 # (autograder/learner_submit.py) grades the notebook as saved after it ran: it

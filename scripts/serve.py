@@ -13,6 +13,7 @@ JUPYTER_PORT (learner JupyterLab; see scripts/jupyter_local.py), and HOST.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import signal
 import subprocess
@@ -98,6 +99,19 @@ def site_url(token: str, learner: str) -> str:
     return f"http://{HOST}:{site_port}/{LANDING}" + query
 
 
+# Read by the pages (course-run.js, grader.js) when opened without the printed query
+# string: the servers' addresses and the learner, never the token (any local client can
+# read what the site serves; the token stays in the printed URL and JupyterLab's config).
+LOCAL_JSON = REPO / "_build" / "html" / "_static" / "course-local.json"
+
+
+def write_local_json(learner: str) -> None:
+    """:data:`LOCAL_JSON` for this run: ``{"jupyter", "grader", "learner"}`` (URLs, an id)."""
+    LOCAL_JSON.parent.mkdir(parents=True, exist_ok=True)
+    LOCAL_JSON.write_text(json.dumps({"jupyter": f"http://127.0.0.1:{setting('JUPYTER_PORT')}",
+                                      "grader": grader_url(), "learner": learner}))
+
+
 def services(token: str, learner: str) -> list[Server]:
     """Every server ``make serve`` runs; JupyterLab gets ``token`` (and only it)."""
     site_port, jupyter_port = setting("PORT"), setting("JUPYTER_PORT")
@@ -169,6 +183,7 @@ def main():
     running = []
     status = 0
     try:
+        write_local_json(learner)
         for server in services(token, learner):
             if STOPPING.is_set():
                 break
@@ -195,6 +210,7 @@ def main():
         if STOPPING.is_set():
             print("\n==> stopping", flush=True)
         _stop_all(running)
+        LOCAL_JSON.unlink(missing_ok=True)  # no page should look for servers that are gone
     return status
 
 

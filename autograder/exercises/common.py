@@ -47,6 +47,41 @@ def error_text(exc):
     return f"{type(exc).__name__}: {first}"[:500]
 
 
+def _in_a_cell(filename):
+    """Whether ``filename`` is a notebook cell's: IPython's ``<ipython-input-N-...>`` (the
+    course grader's shell) or ipykernel's ``.../ipykernel_PID/HASH.py`` (nbgrader's kernel)."""
+    return filename.startswith("<ipython-input-") or "/ipykernel_" in filename
+
+
+def learner_line(exc):
+    """Where in the learner's cells ``exc`` was raised: ``{"line": 9, "code": "..."}``
+    (the innermost frame of a cell, its line number within that cell), or None when no
+    frame is a cell's (raised in the probe's own call, or in a library it called first)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _in_a_cell(f.filename)]
+    if not frames:
+        return None
+    return {"line": frames[-1].lineno, "code": (frames[-1].line or "").strip()[:200]}
+
+
+def stopped_by(records):
+    """The one cause that stopped every call: ``{"error", "where"}`` when every record in
+    ``records`` (dicts with ``error`` and ``where``, as the probes keep them) raised, the
+    same exception type at the same line of the learner's code; else None."""
+    if not records or any(not r.get("error") for r in records):
+        return None
+    causes = {(r["error"].split(":")[0], _where_key(r.get("where"))) for r in records}
+    if len(causes) != 1:
+        return None
+    return {"error": records[0]["error"], "where": records[0].get("where")}
+
+
+def _where_key(where):
+    """``learner_line``'s dict (or None) as something a set can hold."""
+    return None if where is None else tuple(sorted(where.items()))
+
+
 def describe(value):
     """Type, shape and dtype of a returned value, as strings (never raises)."""
     import jax

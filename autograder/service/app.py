@@ -34,6 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults, pipeline
 from autograder.exercises import names as exercise_names
+from autograder.service import recorded
 from autograder.service.deadlines import Lateness
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
@@ -398,6 +399,27 @@ class DeadlineHandler(Base):
                         "late_policy": deadlines.policy_words()})
 
 
+class StandingHandler(Base):
+    """``GET /api/standing?exercise=E[&learner=L]``: the learner's recorded grade of E and
+    their latest graded submission (recorded.standing), for the exercise page. The learner
+    is the signed-in one under the hub; ``learner`` otherwise (make serve's one learner:
+    without sign-in an id is taken as given, as for a submission)."""
+
+    async def get(self):
+        exercise = self.get_argument("exercise", "")
+        if exercise not in self.settings_.exercises:
+            raise _unknown_exercise(exercise, self.settings_.exercises)
+        learner = self.person.name if self.person else self.get_argument("learner", "")
+        if not is_learner_id(learner):
+            raise _bad_learner()
+        lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
+
+        def read():
+            rows = self.store.graded(learner, exercise)
+            return recorded.standing(rows, self.settings_.recorded, lateness)
+        self.send(200, {"exercise": exercise, "learner": learner, **await self.db(read)})
+
+
 class SubmissionHandler(Base):
     """``GET /api/submissions/<id>``: the submission's status and result."""
 
@@ -548,6 +570,7 @@ def make_app(store, grading, settings, mirror):
         (p + r"api/submissions/([^/]+)/notebook", SubmittedNotebook),
         (p + r"api/health", Health),
         (p + r"api/deadline", DeadlineHandler),
+        (p + r"api/standing", StandingHandler),
         (p + r"api/config", Config),
         *extra,
         (r".*", NotFound),

@@ -56,3 +56,30 @@ def late_by(deadlines):
         return on_time
     return lambda row: deadlines.assess(row["learner"], row["exercise"], row["submitted_at"],
                                         score(row))
+
+
+def standing(rows, rule, lateness=on_time):
+    """What the exercise page shows a learner about one exercise, from their graded
+    ``rows`` (as for :func:`recorded`, plus ``id`` and ``submitted_at``, epoch seconds):
+    ``{"rule", "recorded", "latest"}``, each of the last two None or ``{"id", "score",
+    "max_score", "penalty", "submitted_at"}`` (score after the late penalty, in points;
+    ``submitted_at`` ISO UTC). ``recorded`` is the grade (:func:`recorded`), ``latest``
+    the newest graded submission."""
+    def brief(row):
+        if row is None:
+            return None
+        result = pipeline.stored(row["result"], row["exercise"])
+        late = lateness(row)
+        return {"id": row["id"], "score": result.score - late.penalty,
+                "max_score": result.max_score, "penalty": late.penalty,
+                "submitted_at": _iso(row["submitted_at"])}
+
+    graded = [r for r in rows if r["status"] == "done" and r["result"] is not None]
+    newest = max(graded, key=lambda r: r["seq"]) if graded else None
+    return {"rule": rule, "recorded": brief(recorded(rows, rule, lateness)), "latest": brief(newest)}
+
+
+def _iso(seconds):
+    import datetime
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds")

@@ -71,6 +71,13 @@ def _lab_link(path: str, label: str) -> str:
             f'target="_blank" rel="noopener">{html.escape(label)}</a>')
 
 
+def _page_session(name: str) -> str:
+    """The Jupyter session path the page ``name`` runs its code at (course-run.js): one of
+    its own, so each lesson page gets a kernel of its own, and never the lesson notebook's
+    (JupyterLab may have that one open). In ``lessons/``: the kernel's working folder."""
+    return f"lessons/{name}.page.ipynb"
+
+
 def lesson_bar(pagename: str) -> str:
     name = pagename[len(LESSON_PREFIX):]
     notebook = f"lessons/{name}.ipynb"
@@ -82,7 +89,7 @@ def lesson_bar(pagename: str) -> str:
         f'<a class="course-run-ipynb" href="{html.escape(download)}" download="{html.escape(name)}.ipynb">'
         'Download .ipynb</a>'
         '<button type="button" class="course-run-here" hidden '
-        f'data-kernel-path="lessons">Run the code on this page</button>'
+        f'data-kernel-path="{html.escape(_page_session(name))}">Run the code on this page</button>'
         '<span class="course-run-status" role="status" aria-live="polite"></span>'
         '</nav>'
     )

@@ -86,9 +86,22 @@
     throw new Error("your server did not start in time");
   }
 
+  /* What the running `make serve` says (scripts/serve.py writes _static/course-local.json
+   * at start): its JupyterLab's and grading service's addresses and its learner, for a
+   * page opened without the printed query string ({} when there is none: another host,
+   * the hub, or make serve stopped). Never the token. */
+  window.courseLocal = HUB ? Promise.resolve({}) : fetch(STATIC + "course-local.json", { cache: "no-store" })
+    .then(function (r) { return r.ok ? r.json() : {}; })
+    .catch(function () { return {}; });
+
   var host = window.location.hostname || DEFAULTS.host;
+  var FROM_URL = new URLSearchParams(window.location.search).get("jupyter");
+  // The page URL first, then the running make serve, then what this site last remembered.
   var BASE = setting("jupyter", "http://" + host + ":" + DEFAULTS.jupyterPort).replace(/\/+$/, "");
   var TOKEN = setting("token", DEFAULTS.jupyterToken);
+  var located = window.courseLocal.then(function (local) {
+    if (!FROM_URL && local.jupyter) BASE = String(local.jupyter).replace(/\/+$/, "");
+  });
 
   function labUrl(path) {
     if (HUB) return HUB_PREFIX + "hub/user-redirect/lab/tree/" + path.split("/").map(encodeURIComponent).join("/");
@@ -183,8 +196,46 @@
       "; see _build/logs/jupyterlab.log.";
   }
 
+  function sessionsUrl(base, token, id) {
+    return base.replace(/\/+$/, "") + "/api/sessions" + (id ? "/" + encodeURIComponent(id) : "") +
+      (token ? "?token=" + encodeURIComponent(token) : "");
+  }
+
+  /* Jupyter hands back the running session of a path instead of starting one, so a
+   * kernel left at this page's path (an earlier visit, a reload, another tab of this
+   * page) would carry its names and settings (jax_num_cpu_devices can only be set
+   * before JAX starts) into this run: shut it down first. */
+  async function pageSessions(base, token, path) {
+    var reply = await fetch(sessionsUrl(base, token), { cache: "no-store" });
+    if (!reply.ok) throw new Error("JupyterLab did not list its kernels (HTTP " + reply.status + ")");
+    return (await reply.json()).filter(function (s) { return s.path === path; });
+  }
+
+  async function shutDownPageKernels(base, token, path) {
+    // A DELETE can cross the one a closing page sent (its 404 carries no CORS header,
+    // so fetch rejects it): ignore it, and look again.
+    await Promise.all((await pageSessions(base, token, path)).map(function (s) {
+      return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" }).catch(function () {});
+    }));
+    if ((await pageSessions(base, token, path)).length) {
+      throw new Error("the kernel this page ran on before could not be shut down");
+    }
+  }
+
+  /* Shut the page's kernel down when the page goes (each holds its own JAX). */
+  async function shutDownOnLeave(base, token, path) {
+    var mine = (await pageSessions(base, token, path))[0];
+    if (!mine) return;
+    window.addEventListener("pagehide", function () {
+      fetch(sessionsUrl(base, token, mine.id), { method: "DELETE", keepalive: true }).catch(function () {});
+    });
+    // Back to this page from the browser's cache: its kernel is gone, so start over.
+    window.addEventListener("pageshow", function (evt) { if (evt.persisted) window.location.reload(); });
+  }
+
   async function runHere(button, status) {
     button.disabled = true;
+    await located;
     if (!HUB) { // under the hub, hubServer() below starts and finds the learner's own server
       status.textContent = "Connecting to the course JupyterLab at " + BASE + "...";
       var found = await diagnose();
@@ -205,7 +256,9 @@
         base = session.server;  // with its trailing slash: thebe appends "api/..." to it
         token = session.token;
       }
-      status.textContent = "Starting a Python kernel on " + base + "...";
+      var path = button.getAttribute("data-kernel-path") || "lessons/page.ipynb";
+      status.textContent = "Starting a new Python kernel for this page on " + base + "...";
+      await shutDownPageKernels(base, token, path);
       window.thebe.on("status", function (evt, data) {
         if (data && data.subject === "kernel" && data.status) {
           status.textContent = "Kernel: " + data.status;
@@ -226,10 +279,11 @@
           token: token,
           appendToken: true,
         },
-        kernelOptions: { name: "python3", path: button.getAttribute("data-kernel-path") || "." },
+        kernelOptions: { name: "python3", path: path },
         codeMirrorConfig: { theme: darkMode() ? "darcula" : "idea", mode: "python" },
       });
       if (!started || !started.session) throw new Error("no kernel session");
+      shutDownOnLeave(base, token, path).catch(function () {});
       document.body.classList.add("course-run-live");
       status.textContent = "Ready: " + cells + " cells are live. Edit a cell and press Shift-Enter or its \u201crun\u201d button.";
       button.hidden = true;
@@ -248,9 +302,13 @@
   }
 
   function init() {
-    document.querySelectorAll("a.course-run-lab").forEach(function (a) {
-      a.href = labUrl(a.getAttribute("data-lab-path"));
-    });
+    var links = function () {
+      document.querySelectorAll("a.course-run-lab").forEach(function (a) {
+        a.href = labUrl(a.getAttribute("data-lab-path"));
+      });
+    };
+    links();
+    located.then(links);
     document.querySelectorAll("button.course-run-here").forEach(function (button) {
       var status = button.parentNode.querySelector(".course-run-status");
       button.hidden = false;

@@ -2,13 +2,19 @@
  *
  * Used by the exercise pages: an empty block <div data-grader-exercise="<name>">
  * (see book/exercises/*.md) gets a file picker and a button, and a learner-id
- * field unless a site URL named the learner (?learner=<id>, which make serve's
- * printed URL carries for its one learner; remembered like the service URL).
+ * field (with what the id is for) unless a site URL named the learner (?learner=<id>,
+ * which make serve's printed URL carries for its one learner; remembered like the
+ * service URL) or the running make serve does (_static/course-local.json, which also
+ * names its grading service: window.courseLocal, course-run.js).
  * The service URL is http://<this host>:<its default port> (window.COURSE_DEFAULTS,
  * _static/course-defaults.js, written by the site build from autograder/defaults.py)
  * unless a site URL said ?grader=<url> (make serve prints one when GRADER_PORT is
  * not the default; it is remembered in localStorage like the JupyterLab address,
  * so every page has it) or the block has data-grader-url. Nothing here loads anything from elsewhere.
+ * Above the form: the learner's recorded grade and latest graded submission (the
+ * service's api/standing) and the rule for which one counts; an upload of the unedited
+ * notebook, or under the "latest" rule any upload that would replace a recorded grade,
+ * is held back with a warning until Submit is pressed again.
  *
  * Under `make hub` (window.courseHub, from course-run.js) there is no learner
  * field: the service is the hub's /services/grader, every request carries the
@@ -43,13 +49,26 @@
     return url.replace(/\/+$/, "");
   }
 
-  var FORM = '<form>' +
+  var QUERY = new URLSearchParams(window.location.search);
+
+  /* A page opened without make serve's printed query string: the running make serve
+   * names its grading service and learner (course-local.json, read by course-run.js). */
+  function fromLocal(local) {
+    if (!QUERY.get("grader") && local.grader) GIVEN = String(local.grader);
+    if (!QUERY.get("learner") && local.learner && LEARNER.test(local.learner)) LEARNER_GIVEN = local.learner;
+  }
+
+  function formMarkup() {
+    return '<p class="grader-standing" aria-live="polite"></p><form>' +
     (LEARNER_GIVEN ? '<p class="grader-as">Submitting as <strong></strong></p>'
-      : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required></label>') +
+      : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required>' +
+        '<span class="grader-hint">the name your grades are recorded under: use the same one ' +
+        'every time (make serve uses your login name)</span></label>') +
     '<label>Notebook <input id="grader-file" name="notebook" type="file" accept=".ipynb" required></label>' +
     '<button id="grader-submit" type="submit">Submit for grading</button></form>' +
     '<p id="grader-status" class="grader-status" role="status" aria-live="polite"></p>' +
     '<div id="grader-feedback" class="grader-feedback"></div>';
+  }
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -119,9 +138,68 @@
     } catch (err) { /* no deadline shown: the form still works */ }
   }
 
+  function points(x) { return Math.round(x * 100) / 100; }
+
+  /* The learner's standing in words: the recorded grade, the latest graded submission,
+   * and the course's rule for which one counts (the service's recorded.py). */
+  function standingWords(s) {
+    var rule = s.rule === "latest"
+      ? "your newest graded submission made before the deadline is your grade, even if it scores less"
+      : "your best graded submission is your grade: a worse one never lowers it";
+    if (!s.recorded) return "No graded submission yet. Grading rule: " + rule + ".";
+    var r = s.recorded, text = "Your recorded grade: " + points(r.score) + " / " + r.max_score +
+      " (submitted " + r.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
+    if (s.latest && s.latest.id !== r.id) {
+      text += " Latest graded submission: " + points(s.latest.score) + " / " + s.latest.max_score +
+        " (" + s.latest.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
+    }
+    return text + " Grading rule: " + rule + ".";
+  }
+
+  async function loadStanding(root, service, hub, who) {
+    var box = root.querySelector(".grader-standing");
+    var id = hub ? "" : who();
+    if (!hub && !id) return null; // no learner yet: nothing to look up
+    try {
+      var auth = hub ? (await hub()).headers : {};
+      var reply = await fetch(service + "/api/standing?exercise=" +
+        encodeURIComponent(root.getAttribute("data-grader-exercise")) +
+        (id ? "&learner=" + encodeURIComponent(id) : ""), {headers: auth});
+      if (!reply.ok) return null;
+      var s = await reply.json();
+      box.textContent = standingWords(s);
+      return s;
+    } catch (err) { return null; } // the form still works without it
+  }
+
+  /* Why this upload deserves a second look, or "": the released stub (it scores 0), or,
+   * under the "latest" rule, an upload that replaces a recorded grade whatever it scores. */
+  function uploadWarning(notebook, exercise, standing) {
+    // Not a notebook's shape: no warning here, the service says what is wrong with it.
+    var stub = Array.isArray(notebook && notebook.cells) && notebook.cells.some(function (c) {
+      var meta = ((c && c.metadata) || {}).nbgrader || {};
+      var src = c && Array.isArray(c.source) ? c.source.join("") : String((c && c.source) || "");
+      return meta.grade_id === exercise && /raise NotImplementedError\(\)/.test(src);
+    });
+    var rec = standing && standing.recorded;
+    var keeps = rec && standing.rule !== "latest";
+    if (stub) {
+      return "This notebook's answer cell is still the released stub (raise NotImplementedError()): " +
+        "it would score 0" + (rec && !keeps ? " and replace your recorded " + points(rec.score) + " / " +
+        rec.max_score : keeps ? "; your recorded grade stays " + points(rec.score) + " / " + rec.max_score : "") +
+        ". Choose the notebook you worked in, or press Submit again to send this one.";
+    }
+    if (rec && !keeps) {
+      return "Under this course's rule your newest submission is your grade: this one replaces your " +
+        "recorded " + points(rec.score) + " / " + rec.max_score + ", even if it scores less. Press Submit " +
+        "again to send it.";
+    }
+    return "";
+  }
+
   function init(root) {
     root.classList.add("grader");
-    if (!root.querySelector("form")) root.innerHTML = FORM; // fixed markup, no data in it
+    if (!root.querySelector("form")) root.innerHTML = formMarkup(); // fixed markup, no data in it
     var form = root.querySelector("form");
     var learner = root.querySelector("[name=learner]");
     if (LEARNER_GIVEN) root.querySelector(".grader-as strong").textContent = LEARNER_GIVEN;
@@ -138,7 +216,13 @@
       try { learner.value = learner.value || localStorage.getItem("grader-learner") || ""; } catch (e) {}
     }
 
-    showDeadline(root, service, hub, function () { return hub ? "" : (LEARNER_GIVEN || (learner && learner.value.trim())); });
+    var who = function () { return hub ? "" : (LEARNER_GIVEN || (learner && learner.value.trim())); };
+    showDeadline(root, service, hub, who);
+    var standing = null, warned = null; // warned: the file the last warning was about
+    var refresh = async function () { standing = await loadStanding(root, service, hub, who); };
+    refresh();
+    if (learner) learner.addEventListener("change", refresh);
+    file.addEventListener("change", function () { warned = null; });
 
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
@@ -160,6 +244,14 @@
         } catch (err) {
           throw new Error(file.files[0].name + " is not a notebook file (it is not JSON).");
         }
+        var exercise = root.getAttribute("data-grader-exercise");
+        var warning = uploadWarning(notebook, exercise, standing);
+        if (warning && warned !== file.files[0]) {
+          warned = file.files[0];
+          status.textContent = warning;
+          return;
+        }
+        warned = null;
         status.textContent = "Sending " + file.files[0].name + "\u2026";
         var sent = await call(service + "/api/submissions", {
           method: "POST", headers: Object.assign({"Content-Type": "application/json"}, auth),
@@ -179,6 +271,7 @@
         status.textContent = "Graded" + (hub ? " as " + sub.learner : "") + ". Submission id: " + sub.id +
           (sent.late ? ". Late: " + sent.late + "." : "");
         show(feedback, sub);
+        await refresh();
       } catch (err) {
         status.textContent = "Not graded: " + err.message;
       } finally {
@@ -188,7 +281,9 @@
   }
 
   function start() {
-    document.querySelectorAll("[data-grader-exercise]").forEach(init);
+    (window.courseLocal || Promise.resolve({})).then(fromLocal, function () {}).then(function () {
+      document.querySelectorAll("[data-grader-exercise]").forEach(init);
+    });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -23,7 +23,7 @@ three additions, all only when the hub runs as root:
   exercises copied by
   ``scripts/jupyter_local.py``'s ``build_workspace`` (a notebook the learner
   changed is never overwritten) plus the learner JupyterLab's settings
-  (nbgrader's assignment list and Validate, no instructor tools). It runs as the
+  (nbgrader's Validate, no Nbgrader menu). It runs as the
   learner, from a world-readable copy of its inputs, so root never writes into a
   folder the learner controls (no symlink games).
 """

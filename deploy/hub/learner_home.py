@@ -9,7 +9,7 @@ that holds this file, ``jupyter_local.py``, ``lessons/`` and ``release/``. Write
 * ``~/.course-lib/autograder/learner_submit.py``: what the notebooks' submit
   cell imports (the server's ``$PYTHONPATH``; the repository itself is hidden),
   and ``defaults.py`` beside it, which it imports;
-* ``~/.jupyter``: nbgrader's learner extensions on, its instructor ones off, and
+* ``~/.jupyter``: nbgrader's Validate on, its menu and exchange tools off, and
   nothing fetched from the internet (the settings ``make serve`` uses).
 """
 import json

@@ -1,7 +1,8 @@
 """The exercise page opens the released notebook in the learner JupyterLab, where
 the self-check cell runs, the submit cell grades what the learner ran (without a
 save first), and nbgrader's Validate button checks the notebook; Run All on a wrong
-answer goes past the failing self-check to the submit cell."""
+answer goes past the failing self-check to the submit cell; nbgrader's menu (it needs
+an exchange the course does not have) is not offered."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def test_exercise_notebook_opens_runs_submits_and_validates(restored_workspace, 
     panel.locator(".jp-MarkdownCell", has_text="Exercise: update_with_donate").first.wait_for(timeout=WAIT_MS)
     validate = panel.locator(".jp-Toolbar button, .jp-Toolbar jp-button").filter(has_text="Validate")
     validate.first.wait_for(timeout=WAIT_MS)
+    # nbgrader's menu (assignment list, formgrader) needs an exchange this course does not
+    # have: not offered. Every plugin has started by now (the toolbar's Validate is in).
+    menus = lab.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+    assert "Run" in menus and "Nbgrader" not in menus, menus
+    assert lab.request.get(f"{servers.jupyter}/assignments?token={servers.token}").status == 404
 
     # write the answer in the marked cell, run it and the self-check cell
     answer = _write_answer(lab, panel, ANSWER, "donate_argnums=(0,)")

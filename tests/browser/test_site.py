@@ -131,3 +131,73 @@ def test_lessons_offer_jupyterlab_and_download(servers, open_page):
         assert lab.get_attribute("href").startswith(f"{servers.jupyter}/lab/tree/lessons/{lesson}.ipynb")
         assert (servers.workspace / "lessons" / f"{lesson}.ipynb").is_file()
         assert page.locator("nav.course-run a.course-run-ipynb").get_attribute("download") == f"{lesson}.ipynb"
+
+
+def _run_here(page):
+    """Press "Run the code on this page" and wait until its cells are live."""
+    page.locator("nav.course-run button.course-run-here").click()
+    page.wait_for_function(
+        "() => /^(Ready|Could not)/.test(document.querySelector('.course-run-status').textContent)",
+        timeout=WAIT_MS)
+    status = page.locator("nav.course-run .course-run-status").inner_text()
+    assert status.startswith("Ready"), status
+
+
+def _run_cell(page, index, until, code=None):
+    """Run the page's live cell ``index`` (with ``code`` typed in, if given) until its
+    output matches the regex ``until``; returns that output's text."""
+    cell = page.locator("article div.cell").filter(has=page.locator(".thebe-cell")).nth(index)
+    if code is not None:
+        cell.locator(".CodeMirror").evaluate("(el, code) => el.CodeMirror.setValue(code)", code)
+    cell.locator("button.thebe-run-button").click()
+    output = cell.locator(".cell_output .jp-OutputArea-output").filter(has_text=re.compile(until))
+    output.first.wait_for(timeout=WAIT_MS)
+    return cell.locator(".cell_output").inner_text()
+
+
+LEAK = "print('leaked' if 'set_on_another_page' in dir() else 'fresh')"
+
+
+def test_each_lesson_page_runs_on_a_kernel_of_its_own(servers, open_page):
+    """A name set on one lesson page is unknown on another and after a reload, and the
+    sharded lesson's first cell (jax_num_cpu_devices: before JAX starts) runs after another
+    lesson ran JAX; either order."""
+    first = open_page(servers.url("book/lessons/donate_argnums.html"))
+    _run_here(first.page)
+    _run_cell(first.page, 0, "^set", "import jax.numpy as jnp\nset_on_another_page = jnp.ones(2)\nprint('set')")
+
+    sharded = open_page(servers.url("book/lessons/sharded_state.html"))
+    _run_here(sharded.page)
+    sharded.page.locator(".thebe-cell").first.locator("button.thebe-run-button").click()  # as written
+    # The kernel runs cells in order: once the next one answers, the first one's output is in.
+    out = _run_cell(sharded.page, 1, "fresh|leaked", LEAK + "\nprint('devices', len(jax.devices()))")
+    assert "fresh" in out and "devices 8" in out, out
+    first_cell = sharded.page.locator("article div.cell").filter(has=sharded.page.locator(".thebe-cell")).first
+    assert "Error" not in first_cell.locator(".cell_output").inner_text()
+
+    first.page.reload(wait_until="networkidle")  # a reload starts a new kernel too
+    _run_here(first.page)
+    assert "fresh" in _run_cell(first.page, 0, "fresh|leaked", LEAK)
+    screenshot(sharded.page, "lesson-own-kernel")
+    assert not first.problems and not sharded.problems, first.problems + sharded.problems
+
+
+def test_pages_opened_without_the_printed_query_find_the_course(servers, open_page):
+    """A page opened by its bare address (a bookmark, a link typed in) finds the JupyterLab
+    and the learner this make serve chose (here not the default ports), and says the
+    token is what is missing, not that JupyterLab is not running."""
+    lesson = open_page(f"{servers.site}book/lessons/donate_argnums.html").page
+    lesson.wait_for_function("(lab) => document.querySelector('nav.course-run a.course-run-lab')"
+                             ".href.startsWith(lab + '/lab/tree/lessons/')", arg=servers.jupyter)
+    lesson.locator("button.course-run-here").click()
+    lesson.wait_for_function(
+        "() => /^(Ready|Could not)/.test(document.querySelector('.course-run-status').textContent)",
+        timeout=WAIT_MS)
+    said = lesson.locator(".course-run-status").inner_text()
+    assert servers.jupyter in said and "refused this page's token" in said, said
+
+    exercise = open_page(f"{servers.site}book/exercises/update_with_donate.html").page
+    exercise.locator(".grader-as strong").wait_for()
+    assert exercise.locator(".grader-as strong").inner_text() == servers.learner
+    assert exercise.locator("#grader-learner").count() == 0
+    exercise.locator(".grader-standing").filter(has_text="Grading rule").wait_for()  # its service

@@ -29,6 +29,20 @@ def expected(assignment=ASSIGNMENT):
 
 
 EXPECTED = expected()
+STOPPED = "Not run: every call raised"  # a check kept from running by one error (judge.said_once)
+
+
+def assert_phrases(want, got, assignment=ASSIGNMENT):
+    """``want``'s ``says`` / ``never_says`` (hidden test -> phrase) against the results.json
+    ``got``: that check's feedback names the cause the observations show, not another."""
+    from autograder.judge import hidden_tests
+
+    titles = {test: title for test, title, _ in hidden_tests(assignment)}
+    outputs = {t["name"]: t["output"] for t in got["tests"]}
+    for test, phrase in want.get("says", {}).items():
+        assert phrase in outputs[titles[test]], (test, phrase, outputs[titles[test]])
+    for test, phrase in want.get("never_says", {}).items():
+        assert phrase not in outputs[titles[test]], (test, phrase, outputs[titles[test]])
 
 
 def released_notebook(course, assignment=ASSIGNMENT):

@@ -204,3 +204,16 @@ def test_a_body_far_over_the_limit_is_read_and_answered(store_service):
         assert conn.getresponse().status == 200
     finally:
         conn.close()
+
+
+def test_standing_gives_the_recorded_grade_and_refuses_bad_input(store_service, graded):
+    url = f"{store_service.url}/api/standing?exercise={ASSIGNMENT}"
+    status, _, ada = http("GET", url + "&learner=ada")
+    assert status == 200 and ada["rule"] == defaults.RECORDED, ada
+    assert ada["recorded"]["score"] == 10 and ada["recorded"]["id"] == graded["ada"]["id"], ada
+    assert ada["latest"]["id"] == graded["ada"]["id"] and ada["latest"]["submitted_at"].endswith("+00:00")
+    status, _, nobody = http("GET", url + "&learner=nobody")
+    assert status == 200 and nobody["recorded"] is None and nobody["latest"] is None
+    assert http("GET", url)[2]["code"] == "bad_learner"
+    status, _, body = http("GET", f"{store_service.url}/api/standing?exercise=nope&learner=ada")
+    assert status == 400 and body["code"] == "unknown_exercise", body

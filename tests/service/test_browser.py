@@ -89,3 +89,58 @@ def test_every_exercise_page_has_a_submit_form(site, browser, exercise):
     assert form.locator("#grader-file").count() == 1
     assert form.locator("#grader-submit").is_visible()
     page.close()
+
+
+def _submit(page, path):
+    page.set_input_files("#grader-file", str(path))
+    page.click("#grader-submit")
+
+
+def _graded(page):
+    page.wait_for_function(
+        "() => /^(Graded|Not graded)/.test(document.querySelector('#grader-status').textContent)",
+        timeout=300_000)
+    return page.inner_text("#grader-status")
+
+
+@pytest.mark.parametrize("rule", ["best", "latest"])
+def test_the_exercise_page_shows_the_standing_and_warns_before_a_lower_grade(
+        site, new_service, site_port, browser, course_template, tmp_path, rule):
+    """After a reload the page shows the recorded grade; an upload of the unedited notebook
+    is held back with a warning (and, under "latest", any upload once a grade is recorded)."""
+    service = new_service(site_port=site_port, recorded=rule).start()
+    files = {}
+    for sample in ("reference", "unattempted", "wrong_arithmetic"):
+        files[sample] = tmp_path / f"{sample}.ipynb"
+        files[sample].write_text(json.dumps(notebook_with(course_template, sample)))
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{site}book/intro.html?grader={service.url}&learner=ada")
+    page.goto(f"{site}{PAGE}")
+    page.wait_for_selector(".grader-standing:has-text('No graded submission yet')")
+    _submit(page, files["reference"])
+    assert _graded(page).startswith("Graded."), page.inner_text("#grader-status")
+
+    page.reload()
+    standing = page.locator(".grader-standing")
+    standing.filter(has_text="Your recorded grade: 10 / 10").wait_for()
+    assert ("never lowers it" if rule == "best" else "even if it scores less") in standing.inner_text()
+
+    before = len(service.rows())
+    _submit(page, files["unattempted"])  # the file as handed out: held back, said why
+    page.wait_for_selector("#grader-status:has-text('still the released stub')")
+    said = page.inner_text("#grader-status")
+    assert ("stays 10 / 10" if rule == "best" else "replace your recorded 10 / 10") in said, said
+    assert len(service.rows()) == before  # nothing was sent
+
+    _submit(page, files["wrong_arithmetic"])
+    if rule == "latest":  # a grade would be replaced whatever the upload scores: asked first
+        page.wait_for_selector("#grader-status:has-text('replaces your recorded 10 / 10')")
+        assert len(service.rows()) == before
+        page.click("#grader-submit")  # pressed again: sent
+    assert _graded(page).startswith("Graded.")
+    want = "Your recorded grade: 10 / 10" if rule == "best" else "Your recorded grade: 7 / 10"
+    standing.filter(has_text=want).wait_for()
+    if rule == "best":
+        assert "Latest graded submission: 7 / 10" in standing.inner_text()
+    context.close()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder.exercises.common import error_text, quiet
+from autograder.exercises.common import error_text, learner_line, quiet, stopped_by
 
 FUNCTION = "donation_report"
 # name -> what the case exercises (shown in feedback)
@@ -209,12 +209,12 @@ def _call(fn, name, seed):
     import jax
 
     step, state, args = make_case(name, seed)
-    record = {"error": None, "answer": None}
+    record = {"error": None, "where": None, "answer": None}
     try:
         with quiet():
             record["answer"] = encode_answer(fn(step, state, *args))
     except BaseException as exc:  # learner code may raise anything, even SystemExit
-        record["error"] = error_text(exc)
+        record["error"], record["where"] = error_text(exc), learner_line(exc)
     record["state_deleted"] = any(bool(leaf.is_deleted()) for leaf in jax.tree.leaves(state))
     return record
 
@@ -224,4 +224,5 @@ def observe(ns, seed):
     fn = ns.get(FUNCTION)
     if not callable(fn):
         return {"missing": FUNCTION}
-    return {"cases": {name: _call(fn, name, seed) for name in CASES}}
+    cases = {name: _call(fn, name, seed) for name in CASES}
+    return {"cases": cases, "stopped": stopped_by(list(cases.values()))}

@@ -11,7 +11,8 @@ import tempfile
 
 import numpy as np
 
-from autograder.exercises.common import EventCounter, describe, encode_array, error_text, quiet
+from autograder.exercises.common import (EventCounter, describe, encode_array, error_text,
+                                         learner_line, quiet, stopped_by)
 
 FUNCTION = "update_with_donate"
 VALUE_LENGTHS = (1, 32, 64, 3000)
@@ -39,14 +40,14 @@ def _device_pair(seed, n):
 
 def _call(fn, state, delta):
     """Call ``fn`` once; record the result, errors and both arguments' fate."""
-    record = {"error": None, "warnings": []}
+    record = {"error": None, "where": None, "warnings": []}
     try:
         with quiet() as caught:
             out = fn(state, delta)
             record["result"] = encode_array(out)
             record.update(describe(out))
     except BaseException as exc:  # learner code may raise anything, even SystemExit
-        record["error"] = error_text(exc)
+        record["error"], record["where"] = error_text(exc), learner_line(exc)
     record["warnings"] = caught
     record["state_deleted"] = bool(state.is_deleted())
     record["delta_deleted"] = bool(delta.is_deleted())
@@ -67,7 +68,7 @@ def _compiles(fn, seed, counter):
             with counter:
                 rec = _call(fn, state, delta)
             rows.append({"n": n, "traces": counter.traces, "compiles": counter.compiles,
-                         "error": rec["error"], "warnings": rec["warnings"]})
+                         "error": rec["error"], "where": rec["where"], "warnings": rec["warnings"]})
     finally:
         jax.config.update("jax_dump_ir_to", "")
     return rows, _lowered_modules(dump)
@@ -94,15 +95,28 @@ def _lowered_modules(dump):
     return found
 
 
+def _deleted(value):
+    """``value.is_deleted()`` for a JAX array; False for anything else (a NumPy result)."""
+    try:
+        return bool(value.is_deleted())
+    except Exception:
+        return False
+
+
 def _rebind(fn, seed):
+    """The loop ``state = fn(state, delta)``; on an error, which argument of the failing
+    call was already deleted when it was passed (``state`` is the previous result)."""
     state, delta = _device_pair(seed, REBIND_LENGTH)
+    step = 0
     try:
         with quiet():
-            for _ in range(REBIND_STEPS):
+            for step in range(REBIND_STEPS):
+                passed = (_deleted(state), _deleted(delta))
                 state = fn(state, delta)
-        return {"error": None, "result": encode_array(state)}
+        return {"error": None, "where": None, "result": encode_array(state)}
     except BaseException as exc:
-        return {"error": error_text(exc), "result": None}
+        return {"error": error_text(exc), "where": learner_line(exc), "result": None, "call": step + 1,
+                "state_was_deleted": passed[0], "delta_was_deleted": passed[1]}
 
 
 def observe(ns, seed):
@@ -116,4 +130,5 @@ def observe(ns, seed):
     obs["values"] = {str(n): _call(fn, *_device_pair(seed, n)) for n in VALUE_LENGTHS}
     obs["empty"] = _call(fn, *_device_pair(seed, 0))
     obs["rebind"] = _rebind(fn, seed)
+    obs["stopped"] = stopped_by([*obs["compiles"], *obs["values"].values(), obs["empty"], obs["rebind"]])
     return obs

@@ -10,7 +10,7 @@ leaf of the step's output), and ``memory_analysis().alias_size_in_bytes``.
 import functools
 import re
 
-from autograder.feedback import fail, graded
+from autograder.feedback import fail, graded, where_text
 from autograder.exercises.common import quiet
 from autograder.exercises.donation_report.probe import CASES, make_case
 
@@ -63,9 +63,16 @@ def _answer(obs, name, seed):
     """The learner's answer for one case, after checking it has the promised form."""
     record = obs["cases"][name]
     if record["error"] is not None:
-        fail(_what(name), "a report", f"it raised {record['error']}",
-             "compile with .lower(state, *args).compile() and read the module header; "
-             "a tree with no aliased leaf has no input_output_alias entry at all")
+        where = where_text(record.get("where"))
+        got = f"it raised {record['error']}" + (f" at {where}" if where else "")
+        if not any(leaf["aliased"] for leaf in truth(name, seed)["leaves"]):
+            hint = ("nothing in this case is aliased, so its module header has no "
+                    "input_output_alias entry at all: a search for it finds none")
+        else:
+            hint = ("this case has aliased leaves, so its header has an input_output_alias "
+                    "entry: the error is elsewhere in your code; run the report on this case "
+                    "in the notebook to see the traceback")
+        fail(_what(name), "a report", got, hint)
     answer = record["answer"] or {}
     if answer.get("type") != "dict" or answer.get("keys") != TOP_KEYS:
         fail(_what(name), f"a dict with exactly the keys {', '.join(TOP_KEYS)}",

@@ -24,10 +24,19 @@ DELETED_HINT = ("a donated array is deleted once the call returns; read the "
                 "helper's result instead of `state` after the call")
 
 
+def _deleted_hint(record):
+    """Which donated array was read, when the error says one was and the flags show which."""
+    if "deleted" not in (record["error"] or "").lower():
+        return None
+    if record.get("delta_was_deleted") or (record.get("delta_deleted") and not record.get("state_deleted")):
+        return ("delta was donated (it was deleted after a call), so the next use of delta "
+                "failed: donate only argument 0, state; the caller keeps delta")
+    return DELETED_HINT
+
+
 def _raised(record, what):
     if record["error"] is not None:
-        hint = DELETED_HINT if "deleted" in record["error"].lower() else None
-        fail(what, "a result", f"it raised {record['error']}", hint)
+        fail(what, "a result", f"it raised {record['error']}", _deleted_hint(record))
 
 
 def _result(record):
@@ -295,7 +304,7 @@ def test_no_read_after_donation(obs):
         error = obs["values"][str(n)]["error"]
         if error:  # any error: a call that never returns cannot show a clean lifetime
             fail(f"{CALL} on length-{n} arrays", "no use of `state` once it was donated",
-                 f"it raised {error}", DELETED_HINT if "deleted" in error.lower() else None)
+                 f"it raised {error}", _deleted_hint(obs["values"][str(n)]))
     undonated = [n for n in VALUE_LENGTHS if n and not _donated(obs, n)]
     if undonated:
         _not_checked(f"{CALL} on length-{undonated[0]} arrays: no use of `state` once it was donated",
