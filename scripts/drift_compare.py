@@ -70,7 +70,8 @@ def _glue_status(old, new, mine, theirs):
     if mine == theirs:
         return SAME
     versions = [(old.get(k), new.get(k)) for k in ("jax", "python")]
-    return VERSION if (mine, theirs) in versions else CHANGED
+    unquoted = (mine.strip("'\""), theirs.strip("'\""))  # a glued str shows as its repr
+    return VERSION if unquoted in versions else CHANGED
 
 
 def drifted(rows):

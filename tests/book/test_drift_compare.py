@@ -70,9 +70,9 @@ def test_the_printed_report_and_the_site_sentence():
 
 
 def test_a_glued_version_is_shown_but_is_no_drift():
-    old = dict(OLD, glue={PAGE: {"built_jax": "0.12.0", "built_python": "3.12.3"}}, rules=[],
+    old = dict(OLD, glue={PAGE: {"built_jax": "'0.12.0'", "built_python": "'3.12.3'"}}, rules=[],
                samples={})
-    new = dict(NEW, glue={PAGE: {"built_jax": "0.10.2", "built_python": "3.11.2"}}, rules=[],
+    new = dict(NEW, glue={PAGE: {"built_jax": "'0.10.2'", "built_python": "'3.11.2'"}}, rules=[],
                samples={}, errors={})
     rows = drift_compare.compare(old, new)
     assert [r["status"] for r in rows] == [drift_compare.VERSION] * 2
