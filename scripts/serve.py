@@ -210,7 +210,8 @@ def main():
         if STOPPING.is_set():
             print("\n==> stopping", flush=True)
         _stop_all(running)
-        LOCAL_JSON.unlink(missing_ok=True)  # no page should look for servers that are gone
+        if LOCAL_JSON.exists():  # no page should look for servers that are gone
+            LOCAL_JSON.write_text("{}\n")
     return status
 
 

@@ -46,6 +46,8 @@ LESSON_PREFIX = "book/lessons/"
 EXERCISE_PREFIX = "book/exercises/"
 NOTEBOOK_DIR = "_notebooks/lessons"
 DEFAULTS_JS = "course-defaults.js"  # written into the site's _static/ by write_defaults
+LOCAL_JSON = "course-local.json"  # the running make serve's servers (scripts/serve.py)
+NO_LOCAL_SERVERS = "{}\n"
 
 
 def _load(name: str, path: Path):
@@ -247,6 +249,11 @@ def write_defaults(app: Sphinx) -> None:
         static = Path(app.outdir) / "_static"
         static.mkdir(parents=True, exist_ok=True)
         (static / DEFAULTS_JS).write_text(defaults_script(), encoding="utf-8")
+        # Until a make serve runs: scripts/serve.py writes its servers here while it runs,
+        # and this again when it stops, so a page never asks for a file that is not there
+        # (and a rebuild while it runs keeps what it wrote).
+        if not (static / LOCAL_JSON).exists():
+            (static / LOCAL_JSON).write_text(NO_LOCAL_SERVERS, encoding="utf-8")
 
 
 def _favicon(path: Path) -> None:
