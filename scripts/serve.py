@@ -105,11 +105,26 @@ def site_url(token: str, learner: str) -> str:
 LOCAL_JSON = REPO / "_build" / "html" / "_static" / "course-local.json"
 
 
-def write_local_json(learner: str) -> None:
-    """:data:`LOCAL_JSON` for this run: ``{"jupyter", "grader", "learner"}`` (URLs, an id)."""
+def write_local_json(learner: str) -> tuple[str, str]:
+    """:data:`LOCAL_JSON` for this run: ``{"jupyter", "grader", "learner"}`` (URLs, an id).
+
+    Returns ``(before, written)``: what was there (``"{}"`` when nothing) and what this
+    run wrote, for :func:`restore_local_json`.
+    """
     LOCAL_JSON.parent.mkdir(parents=True, exist_ok=True)
-    LOCAL_JSON.write_text(json.dumps({"jupyter": f"http://127.0.0.1:{setting('JUPYTER_PORT')}",
-                                      "grader": grader_url(), "learner": learner}))
+    before = LOCAL_JSON.read_text() if LOCAL_JSON.exists() else "{}\n"
+    written = json.dumps({"jupyter": f"http://127.0.0.1:{setting('JUPYTER_PORT')}",
+                          "grader": grader_url(), "learner": learner})
+    LOCAL_JSON.write_text(written)
+    return before, written
+
+
+def restore_local_json(before: str, written: str) -> None:
+    """Put back what :func:`write_local_json` found, unless another run has written since:
+    a make serve started while another runs (on other ports) and stopped first leaves
+    the pages to the one still running, and the last one stopped leaves ``{}``."""
+    if LOCAL_JSON.exists() and LOCAL_JSON.read_text() == written:
+        LOCAL_JSON.write_text(before)
 
 
 def services(token: str, learner: str) -> list[Server]:
@@ -180,10 +195,9 @@ def main():
     parent = os.getppid()
     token, learner = jupyter_local.token(), learner_id()
     LOGS.mkdir(parents=True, exist_ok=True)
-    running = []
-    status = 0
+    running, status, local = [], 0, None
     try:
-        write_local_json(learner)
+        local = write_local_json(learner)
         for server in services(token, learner):
             if STOPPING.is_set():
                 break
@@ -210,8 +224,8 @@ def main():
         if STOPPING.is_set():
             print("\n==> stopping", flush=True)
         _stop_all(running)
-        if LOCAL_JSON.exists():  # no page should look for servers that are gone
-            LOCAL_JSON.write_text("{}\n")
+        if local:  # no page should look for servers that are gone
+            restore_local_json(*local)
     return status
 
 

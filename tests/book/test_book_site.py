@@ -245,3 +245,29 @@ def test_each_list_says_where_the_last_drift_report_checked_it(built_site):
         assert sentence, f"{lesson}: the last drift report has no rule of this page"
         section = RULES_SECTION.search(page(built_site, f"book/{lesson}.html")).group(1)
         assert sentence in _text(section), lesson
+
+
+def test_lessons_link_out_to_the_sources_they_cite(built_site):
+    """JAX's own pages on donation and the Nx pull request a lesson cites are links a
+    learner can follow, not names to search for."""
+    wanted = {"donate_argnums": ("https://docs.jax.dev/en/latest/_autosummary/jax.jit.html",
+                                 "https://docs.jax.dev/en/latest/faq.html#buffer-donation"),
+              "lifetimes": ("https://github.com/elixir-nx/nx/pull/1814",)}
+    for lesson, urls in wanted.items():
+        html = (built_site / "book" / "lessons" / f"{lesson}.html").read_text(encoding="utf-8")
+        for url in urls:
+            assert f'href="{url}"' in html, (lesson, url)
+
+
+def test_the_core_path_s_reading_time_is_counted_from_its_lessons(built_site):
+    """The intro counts the core lessons' words at build; its cached execution must not
+    keep a count the lessons have moved away from (a lesson edit re-executes only that
+    lesson: rebuild the intro, e.g. by touching it, when this fails)."""
+    import jupytext
+
+    core = ("donate_argnums", "state_tree")
+    words = sum(len(re.findall(r"\w+", c.source)) for name in core
+                for c in jupytext.read(REPO / "book" / "lessons" / f"{name}.md").cells
+                if c.cell_type == "markdown")
+    text = re.sub(r"<[^>]+>", "", (built_site / "book" / "intro.html").read_text(encoding="utf-8"))
+    assert re.search(rf"prose is\s+{words}\s+words, about\s+{round(words / 200)}\s+minutes", text), words

@@ -4,6 +4,7 @@ The launcher is started as make starts it, with only the port variables the
 README documents (free ports here, so these tests can run beside anything; the
 default ports are followed in tests/browser/test_make_serve.py).
 """
+import json
 import os
 import re
 import signal
@@ -154,3 +155,17 @@ def test_a_stop_signal_only_sets_a_flag():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "went on True True", done.stderr
+
+
+def test_a_make_serve_stopped_inside_another_leaves_the_pages_to_the_one_running(tmp_path, monkeypatch):
+    """Two make serve runs of one checkout (other ports) share _static/course-local.json:
+    the inner one stopping puts back the outer one's servers, the last one leaves {}."""
+    monkeypatch.setattr(serve, "LOCAL_JSON", tmp_path / "_static" / "course-local.json")
+    monkeypatch.setenv("JUPYTER_PORT", "9001")
+    outer = serve.write_local_json("ada")
+    monkeypatch.setenv("JUPYTER_PORT", "9002")
+    inner = serve.write_local_json("ada")
+    serve.restore_local_json(*inner)
+    assert json.loads(serve.LOCAL_JSON.read_text())["jupyter"].endswith(":9001")
+    serve.restore_local_json(*outer)
+    assert json.loads(serve.LOCAL_JSON.read_text()) == {}
