@@ -106,7 +106,8 @@ LOCAL_JSON = REPO / "_build" / "html" / "_static" / "course-local.json"
 
 
 def write_local_json(learner: str) -> tuple[str, str]:
-    """:data:`LOCAL_JSON` for this run: ``{"jupyter", "grader", "learner"}`` (URLs, an id).
+    """:data:`LOCAL_JSON` for this run: ``{"jupyter", "grader", "learner", "sitePort"}``
+    (URLs, an id, and the port of the site server whose pages it is for).
 
     Returns ``(before, written)``: what was there (``"{}"`` when nothing) and what this
     run wrote, for :func:`restore_local_json`.
@@ -114,7 +115,8 @@ def write_local_json(learner: str) -> tuple[str, str]:
     LOCAL_JSON.parent.mkdir(parents=True, exist_ok=True)
     before = LOCAL_JSON.read_text() if LOCAL_JSON.exists() else "{}\n"
     written = json.dumps({"jupyter": f"http://127.0.0.1:{setting('JUPYTER_PORT')}",
-                          "grader": grader_url(), "learner": learner})
+                          "grader": grader_url(), "learner": learner,
+                          "sitePort": str(setting("PORT"))})
     LOCAL_JSON.write_text(written)
     return before, written
 

@@ -92,6 +92,9 @@
    * the hub, or make serve stopped). Never the token. */
   window.courseLocal = HUB ? Promise.resolve({}) : fetch(STATIC + "course-local.json", { cache: "no-store" })
     .then(function (r) { return r.ok ? r.json() : {}; })
+    // only for the pages that make serve serves itself (another server of this checkout's
+    // site, a test's say, is not that make serve's)
+    .then(function (local) { return String(local.sitePort) === window.location.port ? local : {}; })
     .catch(function () { return {}; });
 
   var host = window.location.hostname || DEFAULTS.host;
