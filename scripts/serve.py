@@ -80,6 +80,11 @@ def grader_url():
     return defaults.grader_url(HOST)
 
 
+def jupyter_url():
+    """The learner JupyterLab's address, without its token (it listens on loopback only)."""
+    return f"http://127.0.0.1:{setting('JUPYTER_PORT')}"
+
+
 def learner_id() -> str:
     """The one learner of this one-person deployment: $GRADER_LEARNER, else the
     operating-system user. The pages (``?learner=`` in the site URL, remembered)
@@ -114,7 +119,7 @@ def write_local_json(learner: str) -> tuple[str, str]:
     """
     LOCAL_JSON.parent.mkdir(parents=True, exist_ok=True)
     before = LOCAL_JSON.read_text() if LOCAL_JSON.exists() else "{}\n"
-    written = json.dumps({"jupyter": f"http://127.0.0.1:{setting('JUPYTER_PORT')}",
+    written = json.dumps({"jupyter": jupyter_url(),
                           "grader": grader_url(), "learner": learner,
                           "sitePort": str(setting("PORT"))})
     LOCAL_JSON.write_text(written)
@@ -133,7 +138,7 @@ def services(token: str, learner: str) -> list[Server]:
     """Every server ``make serve`` runs; JupyterLab gets ``token`` (and only it)."""
     site_port, jupyter_port = setting("PORT"), setting("JUPYTER_PORT")
     base = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
-    lab = f"http://127.0.0.1:{jupyter_port}"
+    lab = jupyter_url()
     return [
         Server("grader", "grading service", f"{grader_url()}/api/health", f"{grader_url()}/api/health",
                [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port()],
