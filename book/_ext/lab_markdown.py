@@ -36,7 +36,7 @@ DIRECTIVE = re.compile(
 OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$\n?", re.M)
 EXPLICIT = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 HIDDEN_TAGS = {"remove-cell": ("source_hidden", "outputs_hidden"), "remove-input": ("source_hidden",)}
-BLOCK_WORDS = {"exercise-start": "Exercise.", "solution-start": "Solution."}
+BLOCK_WORDS = {"exercise-start": "Practice.", "solution-start": "Solution."}
 
 
 @dataclass

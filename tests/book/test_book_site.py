@@ -156,6 +156,17 @@ def test_each_lesson_links_the_exercise_built_on_it(built_site, lesson):
     assert expected.resolve() in targets, f"{lesson} does not link {expected.relative_to(built_site)}"
 
 
+def test_practice_boxes_are_not_named_like_the_graded_exercises(built_site):
+    titles = []
+    for lesson in LESSONS:
+        text = (built_site / f"book/lessons/{lesson}.html").read_text(encoding="utf-8")
+        titles += [html.unescape(re.sub(r"<[^>]+>", "", t)).strip() for t in
+                   re.findall(r'<p class="admonition-title">(.*?)</p>', text, re.S)]
+    practice = [t for t in titles if t.startswith("Practice")]
+    assert len(practice) >= 4, titles
+    assert not [t for t in titles if re.match(r"(Solution to )?Exercise\b", t)], titles
+
+
 def test_download_link_serves_the_released_notebook(built_site):
     path = built_site / "book/exercises/update_with_donate.html"
     downloads = [h for cls, h, _ in links(path.read_text(encoding="utf-8")) if "download" in cls]

@@ -45,7 +45,7 @@ def test_blocks_become_markdown_and_figures_attachments():
     text = ("```{exercise-start}\n:label: ex-a\n```\n\nDo it.\n\n```{exercise-end}\n```\n\n"
             "```{glue:figure} fig\n:name: fig-a\n:alt: A bar chart\n\nCaption with {glue:text}`n_calls`.\n```\n")
     out = lab_markdown.rewrite(text, c)
-    assert out == ("**Exercise.**\n\nDo it.\n\n\n![A bar chart](attachment:fig.png)\n\n"
+    assert out == ("**Practice.**\n\nDo it.\n\n\n![A bar chart](attachment:fig.png)\n\n"
                    "Caption with 7.\n")
     assert c.attachments == {"fig.png": {"image/png": "iVBORw0KGgo="}}
 
