@@ -2,7 +2,8 @@
 
 They check the HTML that `jupyter-book build` produced from the lessons: that
 each page exists, that every glued number equals a fresh computation on the
-pinned JAX, that the compile-reuse figure and the exercise links are real files,
+pinned JAX, that the figures of donation are SVG images with alt text and their
+rules, that the exercise links are real files,
 and that nothing is loaded from the internet.
 """
 
@@ -77,17 +78,43 @@ def test_glued_values_match_a_fresh_computation(built_site, lesson):
     assert not mismatches, f"{lesson}: page value != fresh value: {mismatches}"
 
 
-def test_compile_reuse_figure_is_an_image_on_the_page(built_site):
-    path = built_site / "book/lessons/donate_argnums.html"
-    text = path.read_text(encoding="utf-8")
-    figure = re.search(r'<figure[^>]*id="fig-compile-reuse".*?</figure>', text, re.S)
-    assert figure, "no figure with id fig-compile-reuse on the donate_argnums page"
-    img = re.search(r'<img[^>]*src="([^"]+)"', figure.group(0))
-    assert img, "the compile-reuse figure has no image"
-    target = resolve(path, img.group(1))
-    assert target.is_file() and target.stat().st_size > 2000, target
-    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the figure is not a PNG"
-    assert "compiled" in figure.group(0) and "reused" in figure.group(0)
+# the figures that show what donation does: (page, figure id, the rules behind them)
+DONATION_FIGURES = (
+    ("state_tree", "fig-alias-map",
+     ("unnamed-outputs-get-fresh-buffers", "output-index-is-output-leaf",
+      "half-width-leaf-offered-not-aliased")),
+    ("lifetimes", "fig-live-trace",
+     ("trace-old-state-live-while-referenced", "trace-donated-state-never-held-twice")),
+)
+
+
+@pytest.mark.parametrize("lesson,figure_id,rule_ids", DONATION_FIGURES)
+def test_donation_figure_is_an_svg_with_alt_text_and_its_rules(built_site, lesson, figure_id, rule_ids):
+    path = built_site / "book" / "lessons" / f"{lesson}.html"
+    figure = re.search(rf'<figure[^>]*id="{figure_id}".*?</figure>', path.read_text(encoding="utf-8"), re.S)
+    assert figure, f"no figure with id {figure_id} on the {lesson} page"
+    img = re.search(r"<img\b[^>]*>", figure.group(0))
+    assert img, f"{figure_id} has no image"
+    alt = re.search(r'alt="([^"]*)"', img.group(0))
+    assert alt and len(alt.group(1).split()) >= 10, f"{figure_id}: no alt text that describes it"
+    target = resolve(path, re.search(r'src="([^"]+)"', img.group(0)).group(1))
+    assert target.suffix == ".svg" and target.is_file(), target
+    assert "<svg" in target.read_text(encoding="utf-8")[:2000], f"{target.name} is not an SVG"
+    # the caption's own words, after Sphinx's "Fig. N" number, start with a word
+    caption = re.search(r'<span class="caption-text">(.*?)</span>\s*<a', figure.group(0), re.S)
+    assert caption and not _text(caption.group(1))[:1].isdigit(), figure_id
+    records = {r["id"]: r for r in json.loads((built_site / "_static" / "rules.json").read_text())
+               if r["page"] == f"book/lessons/{lesson}"}
+    missing = [rid for rid in rule_ids if rid not in records]
+    assert not missing, f"{figure_id}: rules not in _static/rules.json: {missing}"
+    assert all(records[rid]["held"] for rid in rule_ids)
+
+
+def test_compile_reuse_and_per_device_figures_are_gone(built_site):
+    # the compile-reuse bars and the eight identical per-device pairs gave way to the above
+    for lesson, figure_id in (("donate_argnums", "fig-compile-reuse"),
+                              ("sharded_state", "fig-sharded-live-bytes")):
+        assert f'id="{figure_id}"' not in page(built_site, f"book/lessons/{lesson}.html")
 
 
 # --------------------------------------------------------------------------- lesson 5
@@ -99,18 +126,6 @@ def test_sharded_lesson_ran_on_eight_devices_and_shows_the_per_shard_warning(bui
     assert "UserWarning: Some donated buffers were not usable: float32[8]." in text
     assert "site-packages" not in text and "mlir.py" not in text
     assert 'class="output stderr' not in text, "a warning reached the page through stderr"
-
-
-def test_sharded_lesson_figure_is_an_image_on_the_page(built_site):
-    path = built_site / "book/lessons/sharded_state.html"
-    text = path.read_text(encoding="utf-8")
-    figure = re.search(r'<figure[^>]*id="fig-sharded-live-bytes".*?</figure>', text, re.S)
-    assert figure, "no figure with id fig-sharded-live-bytes on the sharded_state page"
-    img = re.search(r'<img[^>]*src="([^"]+)"', figure.group(0))
-    assert img, "the live-bytes figure has no image"
-    target = resolve(path, img.group(1))
-    assert target.is_file() and target.stat().st_size > 2000, target
-    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", "the figure is not a PNG"
 
 
 def test_sharded_lesson_links_the_exercises_it_names(built_site):

@@ -1,4 +1,4 @@
-"""The course site in Chromium: navigation, search, the glued figure and the alias
+"""The course site in Chromium: navigation, search, the glued figures and the alias
 tables, running a lesson cell in the page (thebe against the learner JupyterLab)."""
 
 from __future__ import annotations
@@ -53,19 +53,21 @@ def test_search_finds_donate_argnums(servers, open_page, width):
 
 @pytest.mark.parametrize("width,dark", [(1280, False), (390, True)])
 def test_glued_figure_and_alias_tables_are_readable(servers, open_page, width, dark):
-    watched = open_page(servers.url("book/lessons/donate_argnums.html"), width=width, dark=dark)
-    page = watched.page
-    figure = page.locator("figure#fig-compile-reuse img")
-    figure.scroll_into_view_if_needed()
-    assert figure.is_visible()
-    size = figure.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width,"
-                           " img.getBoundingClientRect().right]")
-    assert size[0] > 0, "the compile-reuse figure did not load"
-    assert size[1] >= min(300, width - 60), f"the figure is drawn {size[1]}px wide"
-    assert size[2] <= width, "the figure runs off the screen"
+    for lesson, figure_id in (("lifetimes", "fig-live-trace"), ("state_tree", "fig-alias-map")):
+        watched = open_page(servers.url(f"book/lessons/{lesson}.html"), width=width, dark=dark)
+        page = watched.page
+        figure = page.locator(f"figure#{figure_id} img")
+        figure.scroll_into_view_if_needed()
+        assert figure.is_visible()
+        size = figure.evaluate("img => [img.naturalWidth, img.getBoundingClientRect().width,"
+                               " img.getBoundingClientRect().right]")
+        assert size[0] > 0, f"{figure_id} did not load"
+        assert size[1] >= min(300, width - 60), f"{figure_id} is drawn {size[1]}px wide"
+        assert size[2] <= width, f"{figure_id} runs off the screen"
+        screenshot(page.locator(f"figure#{figure_id}"), f"{figure_id}-{width}")
+        assert not watched.problems, (lesson, watched.problems)
     glued = page.locator("span.pasted-text")
     assert glued.count() > 0 and glued.first.is_visible()
-    screenshot(page.locator("figure#fig-compile-reuse"), f"figure-compile-reuse-{width}")
 
     tree = open_page(servers.url("book/lessons/state_tree.html"), width=width, dark=dark).page
     tables = tree.locator("div.cell_output pre", has_text="alias_size_in_bytes")
