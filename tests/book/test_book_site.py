@@ -286,9 +286,8 @@ def test_lessons_link_out_to_the_sources_they_cite(built_site):
 
 
 def test_the_core_path_s_reading_time_is_counted_from_its_lessons(built_site):
-    """The intro counts the core lessons' words at build; its cached execution must not
-    keep a count the lessons have moved away from (a lesson edit re-executes only that
-    lesson: rebuild the intro, e.g. by touching it, when this fails)."""
+    """The intro shows the core lessons' word count (book/_ext/core_path.py), counted
+    here again from the lessons as they are now."""
     import jupytext
 
     core = ("donate_argnums", "state_tree")
