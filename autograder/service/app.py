@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults, pipeline
+from autograder import defaults, results
 from autograder.exercises import names as exercise_names
 from autograder.service import recorded
 from autograder.service.deadlines import Lateness
@@ -460,7 +460,7 @@ def describe(row):
     done = row["status"] in ("done", "regraded") and row["result"] is not None
     data = {"id": row["id"], "exercise": row["exercise"], "learner": row["learner"],
             "status": row["status"], "submitted_at": _iso(row["submitted_at"]),
-            "result": pipeline.stored(row["result"], row["exercise"]).to_gradescope()
+            "result": results.stored(row["result"], row["exercise"]).to_gradescope()
             if done else None}
     if row["status"] == "queued":
         data["queue_position"] = row["queue_position"]

@@ -35,7 +35,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder import pipeline
+from autograder import results
 from autograder.service import class_page, class_stats
 from autograder.service.app import Base, Refused, _echo, describe
 from autograder.service.recorded import late_by, recorded, score
@@ -82,7 +82,7 @@ def summary(store, rule, deadlines=None, rows=None):
         rows_of.setdefault((row["exercise"], row["learner"]), []).append(row)
         if row["status"] != "done" or row["result"] is None:
             continue
-        result = pipeline.stored(row["result"], row["exercise"])
+        result = results.stored(row["result"], row["exercise"])
         row["score"] = float(result.score)  # read once: the recorded rule asks again
         latest.setdefault(row["exercise"], {})[row["learner"]] = result
         ex["max_score"] = result.max_score

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder import pipeline
+from autograder import results
 from autograder.results import atomic_write
 from autograder.service.deadlines import Deadlines
 
@@ -73,7 +73,7 @@ class Mirror:
         """Write one done submission (a :meth:`Store.graded` row) into the gradebook, with
         its late ``penalty`` in points (nbgrader's ``late_submission_penalty``)."""
         exercise, learner = row["exercise"], row["learner"]
-        result = pipeline.stored(row["result"], exercise)
+        result = results.stored(row["result"], exercise)
         if any(c.grade_id is None for c in result.checks):
             raise NotReady("the result's checks do not match the exercise's hidden tests")
         when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
