@@ -15,7 +15,7 @@ submission's score after its late penalty (:mod:`autograder.service.deadlines`):
   the newest late one (with its penalty) only when none was on time.
 """
 from autograder import defaults, results
-from autograder.service.deadlines import Lateness
+from autograder.service.lateness import Lateness
 
 RULES = defaults.RECORDED_RULES
 
@@ -51,7 +51,7 @@ def recorded(rows, rule, lateness=on_time):
 
 def late_by(deadlines):
     """``lateness(row)`` for :func:`recorded` from a course's
-    :class:`~autograder.service.deadlines.Deadlines` (:func:`on_time` for None)."""
+    :class:`~autograder.service.lateness.Deadlines` (:func:`on_time` for None)."""
     if deadlines is None:
         return on_time
     return lambda row: deadlines.assess(row["learner"], row["exercise"], row["submitted_at"],
