@@ -52,13 +52,13 @@ def main(argv=None):
     if missing:  # a typo must not become a learner's zero
         print(f"no such file or folder: {', '.join(missing)}; nothing graded", file=sys.stderr)
         return 2
+    os.makedirs(args.out, exist_ok=True)  # before Files: it hides this very folder
     source = Files(args.paths, args.exercise, args.out)
     for warning in source.warnings:
         print(warning, file=sys.stderr)
     if not source.found:
         print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     with Lines() as lines:
         refused = pipeline.run(source, ResultsFolder(args.out), limits,
