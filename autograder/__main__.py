@@ -14,13 +14,12 @@ changed since their results.json was written.
 """
 import argparse
 import os
-import queue
 import sys
-from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from tqdm import tqdm
 
 from autograder import defaults, pipeline, sandbox
+from autograder.files import Files, ResultsFolder
 from autograder.exercises import names as exercise_names
 
 
@@ -53,87 +52,51 @@ def main(argv=None):
     if missing:  # a typo must not become a learner's zero
         print(f"no such file or folder: {', '.join(missing)}; nothing graded", file=sys.stderr)
         return 2
-    found, skipped = pipeline.find(args.paths)
-    for path, reason in skipped:
-        print(f"skipped {path}: {reason}", file=sys.stderr)
-    found = _only(found, args.exercise)
-    limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
-    os.makedirs(args.out, exist_ok=True)
-    # The zygote imports JAX while the submissions are read.
-    pipeline.prepare({args.exercise or pipeline.exercise_for(p, a) for _, p, a in found}, args.out)
-    subs = [pipeline.load(name, path, assignment, args.exercise)
-            for name, path, assignment in found]
-    if not subs:
+    os.makedirs(args.out, exist_ok=True)  # before Files: it hides this very folder
+    source = Files(args.paths, args.exercise, args.out)
+    for warning in source.warnings:
+        print(warning, file=sys.stderr)
+    if not source.found:
         print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)
         return 2
-    todo = []
-    for sub in subs:
-        digest = pipeline.digest(sub, limits)
-        done = None if args.force else pipeline.reported(args.out, sub.name, digest)
-        if done:
-            print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
-            continue
-        todo.append((sub, digest))
-    hide = pipeline.hidden_dirs([*args.paths, args.out])
-    failures = _grade_all(todo, limits, args, hide)
-    pipeline.summarize(args.out)
-    return 1 if failures else 0
+    limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
+    with Lines() as lines:
+        refused = pipeline.run(source, ResultsFolder(args.out), limits,
+                               slots=range(max(1, args.jobs)), force=args.force, progress=lines)
+    return 1 if refused else 0
 
 
-def _only(found, exercise):
-    """``found`` without an nbgrader tree's notebooks of exercises other than ``exercise``
-    (None: all): a tree says which exercise each notebook answers, so ``--exercise``
-    picks among them instead of grading the others as answers to it."""
-    if exercise is None:
-        return found
-    kept = [f for f in found if f[2] in (None, exercise)]
-    if len(kept) < len(found):
-        print(f"--exercise {exercise}: left out {len(found) - len(kept)} notebooks of "
-              "other exercises in the nbgrader tree", file=sys.stderr)
-    return kept
+class Lines(pipeline.Progress):
+    """One line per submission on stdout; tqdm's bar (count, rate, time left) on a
+    terminal's stderr, silent otherwise."""
 
+    bar = None
 
-def _grade_all(todo, limits, args, hide):
-    slots = queue.Queue()
-    for slot in range(max(1, args.jobs)):
-        slots.put(slot)
+    def __enter__(self):
+        return self
 
-    def grade(sub, digest):
-        slot = slots.get()
-        try:
-            return pipeline.grade(sub, limits, slot, digest, hide)
-        finally:
-            slots.put(slot)
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
 
-    failures = 0
-    # tqdm shows count, rate and time left on a terminal, and stays silent otherwise.
-    bar = tqdm(total=len(todo), unit="submission", disable=None, file=sys.stderr,
-               bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}]")
-    with bar, ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(grade, sub, digest): (sub, digest) for sub, digest in todo}
-        for future in as_completed(futures):
-            sub, digest = futures[future]
-            failures += _finish(sub, digest, future, args.out, bar)
-            bar.update()
-    return failures
+    def kept(self, sub, done):
+        print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
 
+    def started(self, count):
+        self.bar = tqdm(total=count, unit="submission", disable=None, file=sys.stderr,
+                        bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}]")
 
-def _finish(sub, digest, future, out_dir, bar):
-    try:
-        result = future.result()
-    except Exception as exc:  # a grader fault must still give this learner a result
-        result = pipeline.grader_fault(sub.exercise, exc, digest)
-    try:
-        pipeline.report(out_dir, sub.name, result)
-    except OSError as exc:
+    def graded(self, sub, result):
+        self.bar.write(f"{sub.name}: {result.score:g}/{result.max_score:g} {result.status} "
+                       f"({result.seconds:.1f} s)"
+                       + ("" if result.status == "graded" else f" - {result.output.splitlines()[0]}"),
+                       file=sys.stdout)
+        sys.stdout.flush()
+        self.bar.update()
+
+    def unwritten(self, sub, exc):
         print(f"{sub.name}: could not write results ({exc})", file=sys.stderr)
-        return 1
-    bar.write(f"{sub.name}: {result.score:g}/{result.max_score:g} {result.status} "
-              f"({result.seconds:.1f} s)"
-              + ("" if result.status == "graded" else f" - {result.output.splitlines()[0]}"),
-              file=sys.stdout)
-    sys.stdout.flush()
-    return 0
+        self.bar.update()
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ RESULT_FIELDS = ("score", "execution_time", "output", "output_format", "test_out
                  "leaderboard")
 REQUIREMENTS = sandbox.REPO / "requirements.txt"
 STAMP = (1980, 1, 1, 0, 0, 0)  # fixed zip entry times: the same course gives the same zip
+FAULT_TEST = "Grader fault (instructors only)"
 NOT_GRADED = ("The autograder could not start on this submission; "
               "please tell your instructor (details are in the autograder's stdout).")
 
@@ -108,8 +109,8 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     modules, dists = _imports(exercise)
     args = (f"{exercise} --visibility {visibility} --timeout {limits.seconds:g} "
             f"--memory-mib {limits.memory_mib}")
-    fallback = pipeline.grader_fault(exercise, RuntimeError("run_autograder could not start"))
-    fallback = for_gradescope(dataclasses.replace(fallback, output=NOT_GRADED), visibility)
+    fallback = pipeline.fault(exercise, RuntimeError("run_autograder could not start"))
+    fallback = for_gradescope(dataclasses.replace(fallback, output=NOT_GRADED, fault=""), visibility)
     files = {"setup.sh": SETUP_SH,
              "run_autograder": RUN_AUTOGRADER.format(args=args,
                                                      fallback=json.dumps(fallback)),
@@ -226,10 +227,15 @@ def for_gradescope(result, visibility):
     cut to Gradescope's documented fields.
 
     Each test gets ``visibility``; the overall output is shown as plain
-    text (it can quote the learner's code and messages, never HTML).
+    text (it can quote the learner's code and messages, never HTML). A grader
+    fault's traceback (it may name hidden test files) is for instructors only:
+    in ``extra_data`` and in one more test of ``visibility: hidden`` worth 0 points.
     """
-    out = {k: v for k, v in result.to_gradescope(visibility).items() if k in RESULT_FIELDS}
+    out = {k: v for k, v in result.for_instructor(visibility).items() if k in RESULT_FIELDS}
     out["output_format"] = "text"
+    if result.fault:
+        out["tests"].append(results.CheckResult(
+            "grader_fault", FAULT_TEST, 0, 0, "failed", result.fault).to_gradescope("hidden"))
     return out
 
 
@@ -240,32 +246,55 @@ def run(root, exercise, visibility="visible", limits=None):
     learner's upload: a grader fault still writes a result (status "error").
     """
     root = Path(root)
-    limits = limits or sandbox.Limits()
-    try:
-        result = _grade_upload(root, exercise, limits)
-    except Exception as exc:  # a grader bug must still leave the learner a result
-        result = pipeline.grader_fault(exercise, exc)
-    results.atomic_write(root / "results" / "results.json",
-                         json.dumps(for_gradescope(result, visibility), indent=2) + "\n")
-    return result
+    sink = ResultsJson(root / "results" / "results.json", visibility)
+    pipeline.run(Upload(root, exercise), sink, limits or sandbox.Limits())
+    return sink.result
 
 
-def _grade_upload(root, exercise, limits):
-    upload, out = root / "submission", root / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    found = pipeline.find([upload])[0] if upload.is_dir() else []
-    found = [f for f in found if not any(p.startswith((".", "__MACOSX"))
-                                         for p in f[1].relative_to(upload).parts)]
-    if len(found) == 1:
-        name, path, _ = found[0]
-        sub = pipeline.load(name, path, None, exercise)
-    else:
-        sub = load.Submission(name="submission", path=upload, exercise=exercise,
-                              unreadable=_upload_problem(upload, found, exercise))
-    runs = not sub.unreadable and sub.attempted  # else nothing runs: no need for JAX
-    pipeline.prepare([exercise] if runs else [], out)
-    return pipeline.grade(sub, limits, 0, pipeline.digest(sub, limits),
-                          pipeline.hidden_dirs([upload, out]))
+class Upload:
+    """The one notebook or ``.py`` file of ``root``/submission (:mod:`autograder.pipeline`'s
+    source): several files, or none, give an ``unreadable`` submission that says so.
+    Files under hidden folders (``.git``, ``__MACOSX``) do not count."""
+
+    def __init__(self, root, exercise):
+        self.upload, self.private = root / "submission", root / "results"
+        self.private.mkdir(parents=True, exist_ok=True)
+        self.hide = pipeline.hidden_dirs([self.upload, self.private])
+        found = load.find([self.upload])[0] if self.upload.is_dir() else []
+        found = [f for f in found if not any(p.startswith((".", "__MACOSX"))
+                                             for p in f[1].relative_to(self.upload).parts)]
+        if len(found) == 1:
+            name, path, _ = found[0]
+            self.sub = load.read(name, path, None, exercise)
+        else:
+            self.sub = load.Submission(name="submission", path=self.upload, exercise=exercise,
+                                       unreadable=_upload_problem(self.upload, found, exercise))
+
+    def exercises(self):
+        runs = not self.sub.unreadable and self.sub.attempted  # else no need for JAX
+        return [self.sub.exercise] if runs else []
+
+    def submissions(self):
+        return [self.sub]
+
+
+class ResultsJson:
+    """Gradescope's ``results.json`` at ``path`` (:func:`for_gradescope`); keeps no
+    earlier result (Gradescope grades each upload afresh)."""
+
+    def __init__(self, path, visibility):
+        self.path, self.visibility, self.result = path, visibility, None
+
+    def kept(self, sub, hex_digest):
+        return None
+
+    def put(self, sub, result):
+        self.result = result
+        results.atomic_write(self.path, json.dumps(for_gradescope(result, self.visibility),
+                                                   indent=2) + "\n")
+
+    def close(self):
+        pass
 
 
 def _upload_problem(upload, found, exercise):

@@ -1,4 +1,9 @@
-"""Step 3 of grading: judge the observations with the hidden tests.
+"""Step 3 of grading: judge what the learner's process replied, with the hidden tests.
+
+:func:`verdict` reads the reply (observations, cell errors, a missing function)
+and gives the checks, the overall words and the status; :func:`check` is one
+hidden test on observations, what ``nbgrader autograde``'s kernels run per cell
+(:mod:`autograder.nbgrader_bridge`).
 
 Runs in the grader's process, never in the learner's. The hidden tests
 (``exercises/<exercise>/hidden/tests.py``) are pytest tests taking the fixtures ``obs``
@@ -22,9 +27,7 @@ def hidden_module(exercise):
 
 def hidden_tests(exercise):
     """``[(function name, title, points)]`` of an exercise's hidden tests, in order."""
-    module = hidden_module(exercise)
-    return [(name, fn.title, fn.points) for name, fn in vars(module).items()
-            if name.startswith("test_") and hasattr(fn, "points")]
+    return exercises.get(exercise).tests()
 
 
 def run_test(exercise, name, obs, seed):
@@ -93,3 +96,44 @@ def not_run(exercise):
     """
     return [CheckResult(name, title, 0, points, "failed", NOT_RUN)
             for name, title, points in hidden_tests(exercise)]
+
+
+def verdict(sub, outcome, seed):
+    """``(checks, output, status)`` for a loaded submission and its sandbox outcome.
+
+    ``sub`` is a :class:`~autograder.load.Submission`; ``outcome`` the
+    :class:`~autograder.sandbox.Outcome` of running it (None when nothing ran);
+    ``seed`` the input seed the probe used. Raises whatever a reply of a shape
+    the hidden tests cannot read raises (the pipeline makes that an ``error``).
+    """
+    if sub.unreadable:
+        return _failed(sub, sub.unreadable, "wrong exercise" if sub.other_exercise else "unreadable")
+    if not sub.attempted:
+        return _failed(sub, "not attempted: the answer cell is still the released stub",
+                       "not attempted")
+    if outcome.status != "ok":
+        return _failed(sub, outcome.message, outcome.status)
+    reply = outcome.reply
+    obs = reply["obs"] if isinstance(reply.get("obs"), dict) else {}
+    errors = reply.get("cell_errors")
+    notes = [str(e)[:500] for e in errors][:10] if isinstance(errors, list) else []
+    if "missing" in obs or "probe_error" in obs:
+        reason = (f"`{obs['missing']}` is not defined" if "missing" in obs
+                  else f"the tests could not run: {obs['probe_error']}")
+        # the cause (a cell that failed, e.g. a syntax error) before its effect
+        return _failed(sub, "; ".join(notes + [reason]), "incomplete")
+    found = checks(sub.exercise, obs, seed)
+    passed = sum(c.status == "passed" for c in found)
+    output = (f"All {passed} checks passed." if passed == len(found)
+              else f"{passed} of {len(found)} checks passed.")
+    if isinstance(obs.get("stopped"), dict) and passed < len(found):
+        where = where_text(obs["stopped"].get("where"))
+        output += (f" One error stopped every call: {str(obs['stopped'].get('error'))[:500]}"
+                   + (f" at {where}" if where else "") + " (the first failed check says more).")
+    if notes:
+        output += " Problems while running your code: " + "; ".join(notes) + "."
+    return found, output + "".join(f" Note: {n}." for n in sub.notes), "graded"
+
+
+def _failed(sub, message, status):
+    return not_run(sub.exercise), message, status

@@ -4,9 +4,9 @@ The source notebook's graded cells call :func:`check` in their hidden part,
 as ``__import__("autograder.nbgrader_bridge").nbgrader_bridge.check(exercise,
 test)``: that binds no name in the learner's namespace (an ``import``
 statement would bind ``check`` or ``autograder`` over a learner's own). It
-runs the same probe and the same hidden test as ``python -m autograder``,
-through :func:`autograder.pipeline.observe` and
-:func:`autograder.pipeline.check`, so both graders agree on every test.
+runs the same probe and the same hidden test as ``python -m autograder``
+(the exercise's probe, then :func:`autograder.judge.check`), so both graders
+agree on every test.
 
 nbgrader scores a graded cell 0 when any stderr output reaches it
 (``nbgrader.utils.determine_grade``), and learner code, JAX and libraries
@@ -55,11 +55,11 @@ def _silenced():
 
 def observations(exercise, ns):
     """Probe observations for ``exercise``, computed once per kernel."""
-    from autograder import pipeline
+    from autograder import exercises
 
     if exercise not in _observed:
         with _silenced():
-            _observed[exercise] = pipeline.observe(exercise, ns, SEED)
+            _observed[exercise] = exercises.get(exercise).probe().observe(ns, SEED)
     return _observed[exercise]
 
 
@@ -69,10 +69,10 @@ def check(exercise, test_name, ns=None):
     Prints "Passed: ..." on success; on failure writes :data:`FAILED`, the
     test's title and its feedback to stderr, which scores the cell 0.
     """
-    from autograder import pipeline
+    from autograder import judge
 
     ns = ns if ns is not None else sys._getframe(1).f_globals
-    result = pipeline.check(exercise, test_name, observations(exercise, ns), SEED)
+    result = judge.check(exercise, test_name, observations(exercise, ns), SEED)
     if result.status != "passed":
         return _failed(result.title, result.output)
     print(result.output)

@@ -26,6 +26,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import exercises
+
 SUMMARY_FIELDS = ("submission", "exercise", "score", "max_score", "status", "output")
 LEARNER_OUTPUT_CHARS = 2000  # of the learner's printed output kept for the instructor
 
@@ -65,7 +67,9 @@ class GradingResult:
     the hex identity of what was graded (:func:`autograder.pipeline.digest`);
     ``seconds`` the wall time of grading; ``learner_output`` the end of what
     the learner's code printed (at most :data:`LEARNER_OUTPUT_CHARS`);
-    ``exercise`` the exercise graded ("" in a result stored before it was kept).
+    ``exercise`` the exercise graded ("" in a result stored before it was kept);
+    ``fault`` the traceback of a grader fault ("" otherwise), for instructors only:
+    :meth:`to_gradescope` (what learners read) never holds it.
     """
 
     checks: tuple
@@ -75,6 +79,7 @@ class GradingResult:
     seconds: float = 0.0
     learner_output: str = ""
     exercise: str = ""
+    fault: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "checks", tuple(self.checks))
@@ -104,8 +109,20 @@ class GradingResult:
         }
 
     def to_record(self):
-        """A JSON-ready dict holding every field (what the grading service stores)."""
-        return dataclasses.asdict(self)
+        """A JSON-ready dict holding every field (what the grading service stores);
+        ``fault`` only when there is one."""
+        record = dataclasses.asdict(self)
+        if not self.fault:
+            del record["fault"]
+        return record
+
+    def for_instructor(self, visibility="visible"):
+        """:meth:`to_gradescope` plus, after a grader fault, its traceback in
+        ``extra_data["fault"]`` (the command line's results folder is the instructor's)."""
+        data = self.to_gradescope(visibility)
+        if self.fault:
+            data["extra_data"]["fault"] = self.fault
+        return data
 
     @classmethod
     def from_record(cls, data):
@@ -127,6 +144,25 @@ class GradingResult:
                    extra.get("exercise", ""))
 
 
+def stored(data, exercise):
+    """A result as the grading service stored it (:meth:`GradingResult.to_record`), as a
+    :class:`GradingResult`; one stored before results were typed (Gradescope's dict)
+    gets each check's grade_id from its title in ``exercise``'s hidden tests."""
+    if "checks" in data:
+        return GradingResult.from_record(data)
+    ids = {title: name for name, title, _ in exercises.get(exercise).tests()}
+    return GradingResult.from_gradescope(data, ids)
+
+
+def kept(out_dir, name, hex_digest):
+    """The results.json dict already in ``out_dir`` for this very submission
+    (same ``hex_digest``), else None: what a rerun keeps instead of regrading."""
+    done = read_results(out_dir, name)
+    if done and (done.get("extra_data") or {}).get("digest") == hex_digest:
+        return done
+    return None
+
+
 def atomic_write(path, text):
     """Write ``text`` to ``path`` so readers see the old file or the new, never half."""
     path = Path(path)
@@ -146,7 +182,7 @@ def atomic_write(path, text):
 def write_results(out_dir, name, result):
     """Write ``out_dir/<name>/results.json`` from a :class:`GradingResult`; its path."""
     path = Path(out_dir) / name / "results.json"
-    atomic_write(path, json.dumps(result.to_gradescope(), indent=2) + "\n")
+    atomic_write(path, json.dumps(result.for_instructor(), indent=2) + "\n")
     return path
 
 

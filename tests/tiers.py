@@ -44,6 +44,7 @@ NODES = {
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},
     "tests/service/test_new_exercise.py": {"service"},
     "tests/grading/test_cli.py": {"grader"},
+    "tests/grading/test_golden.py": {"grader"},
     "tests/grading/test_class_tree.py": {"grader"},
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},

@@ -53,6 +53,11 @@ class Exercise:
         """The hidden tests' module (grader side only)."""
         return importlib.import_module(f"{__name__}.{self.name}.hidden.tests")
 
+    def tests(self):
+        """``[(function name, title, points)]`` of the hidden tests, in file order."""
+        return [(name, fn.title, fn.points) for name, fn in vars(self.hidden()).items()
+                if name.startswith("test_") and hasattr(fn, "points")]
+
     @property
     def samples(self):
         """Folder of sample answer cells (``<sample>.py``) and ``expected.json``."""

@@ -20,10 +20,7 @@ check must come from a signed-in hub user, who is the learner; a ``learner``
 field in the body is ignored, and a learner reads only their own submissions
 (:mod:`autograder.service.classroom` adds the listings and the class views).
 """
-import asyncio
 import json
-import logging
-import math
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -32,10 +29,11 @@ from dataclasses import dataclass, field
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults, pipeline
+from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import recorded
-from autograder.service.deadlines import Lateness
+from autograder.service import classroom, recorded
+from autograder.service.lateness import Lateness
+from autograder.service.handler import Base, Refused, describe, echo, log
 from autograder.service.store import Caps, Refusal, process_name, storage_problem
 
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
@@ -45,9 +43,7 @@ MAX_DEPTH = 64  # JSON nesting levels; a notebook needs about 6
 # client gets the 413 and not a reset connection (which the hub's proxy turns into
 # its own 503 page); a bigger one is refused from its Content-Length and cut off.
 DRAIN_BYTES = 256 * 2**20
-ECHO_CHARS = 80  # of a client's value quoted back in an error, at most
 POINTS_CHECK_S = 5.0  # how often the health check compares the gradebook's points
-log = logging.getLogger("autograder.service")
 
 
 @dataclass
@@ -69,109 +65,6 @@ class Settings:
         """The registered exercises (tuple of names) as the registry says now: one
         registered and released while the service runs is taken at once."""
         return exercise_names()
-
-
-class Refused(tornado.web.HTTPError):
-    """A 4xx/5xx with a plain-words message and a stable code for clients."""
-
-    def __init__(self, status, code, message, headers=None):
-        super().__init__(status, reason=None)
-        self.code, self.message, self.headers = code, message, headers or {}
-
-
-class Base(tornado.web.RequestHandler):
-    open_to_all = False  # True: answered without sign-in even under the hub
-
-    async def prepare(self):
-        """Under the hub: who is asking (``self.person``), or 403 for nobody."""
-        identity = self.settings_.identity
-        self.person = await identity.person(self) if identity else None
-        if identity and self.person is None and not self.open_to_all \
-                and self.request.method != "OPTIONS":
-            if self.request.method == "GET" and \
-                    self.request.headers.get("Sec-Fetch-Mode") == "navigate":
-                return self.redirect(identity.sign_in_url(self.request.uri))  # a browser
-            raise Refused(403, "not_signed_in", "sign in to the course hub first "
-                          "(or send the hub token in an Authorization header)")
-
-    @property
-    def store(self):
-        return self.application.settings["store"]
-
-    @property
-    def grading(self):
-        """This process's :class:`~autograder.service.grader.GradingThreads` (None: API only)."""
-        return self.application.settings["grading"]
-
-    @property
-    def settings_(self):
-        return self.application.settings["api"]
-
-    async def db(self, call, *args):
-        """``call(*args)`` on the database thread pool."""
-        pool = self.application.settings["pool"]
-        return await asyncio.get_running_loop().run_in_executor(pool, call, *args)
-
-    def set_default_headers(self):
-        self.set_header("Content-Type", "application/json; charset=utf-8")
-        self.set_header("Cache-Control", "no-store")
-        self.set_header("X-Content-Type-Options", "nosniff")
-        origin = self.request.headers.get("Origin")
-        if origin and origin in self.settings_.origins:
-            self.set_header("Access-Control-Allow-Origin", origin)
-            self.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-            self.set_header("Access-Control-Allow-Headers", "Content-Type")
-            self.set_header("Access-Control-Max-Age", "600")
-        self.set_header("Vary", "Origin")
-
-    def options(self, *_):
-        self.set_status(204)
-        self.finish()
-
-    def send(self, status, data):
-        self.set_status(status)
-        self.finish(json.dumps(data))
-
-    def log_exception(self, kind, value, tb):
-        if isinstance(value, SQLAlchemyError):
-            log.warning("%s %s: %s", self.request.method, self.request.path,
-                        storage_problem(value))
-        else:
-            super().log_exception(kind, value, tb)
-
-    def write_error(self, status_code, **kwargs):
-        exc = kwargs.get("exc_info", (None, None))[1]
-        if isinstance(exc, Refused):
-            for name, value in exc.headers.items():
-                self.set_header(name, value)
-            body = {"error": exc.message, "code": exc.code}
-        elif isinstance(exc, SQLAlchemyError):
-            self.set_status(503)
-            self.set_header("Retry-After", "30")
-            body = {"error": "the grading service cannot use its database right now; "
-                             "nothing was stored; try again in 30 s", "code": "store_unavailable"}
-        elif status_code == 405:
-            body = {"error": f"{self.request.method} is not allowed on {self.request.path}",
-                    "code": "method_not_allowed"}
-        elif status_code == 404:
-            body = {"error": f"no such resource: {self.request.path}", "code": "not_found"}
-        elif status_code < 500:
-            body = {"error": self._reason, "code": "bad_request"}
-        else:
-            body = {"error": "the grading service had an internal error", "code": "internal"}
-        self.finish(json.dumps(body))
-
-    async def wait_estimate(self, position):
-        """Seconds until a submission at queue ``position`` (1 = next) is graded, or None.
-
-        From the mean grading time of recent results (else the time limit) and
-        the grading slots of the workers alive now; None when no worker is.
-        """
-        seconds, slots = await self.db(self.store.pace)
-        if not slots:
-            return None
-        per = seconds if seconds is not None else self.settings_.timeout
-        return math.ceil(math.ceil(position / slots) * per + per)
 
 
 def is_learner_id(value):
@@ -196,7 +89,7 @@ def _depth_exceeds(value, limit):
 
 
 def _unknown_exercise(exercise, known):
-    return Refused(400, "unknown_exercise", f"unknown exercise {_echo(exercise)}; "
+    return Refused(400, "unknown_exercise", f"unknown exercise {echo(exercise)}; "
                    f"known: {', '.join(known)}")
 
 
@@ -208,13 +101,6 @@ def _bad_learner():
 def _not_json(name):
     """``json.loads``'s hook for NaN, Infinity and -Infinity, which JSON does not have."""
     raise ValueError(f"{name} is not a JSON value")
-
-
-def _echo(value):
-    """``repr(value)``, cut to :data:`ECHO_CHARS`: no answer repeats an unbounded part of
-    a request."""
-    text = repr(value)
-    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(text)} characters)"
 
 
 def _too_deep():
@@ -374,8 +260,6 @@ class SubmissionsHandler(Base):
         self._body_read = True
         if self.person is None:
             raise Refused(405, "method_not_allowed", "nothing lists submissions without sign-in")
-        from autograder.service import classroom
-
         self.send(200, await self.db(classroom.listing, self.store, self.person,
                                      self.get_argument("learner", None)))
 
@@ -455,29 +339,7 @@ class SubmittedNotebook(SubmissionHandler):
         self.finish(raw)
 
 
-def describe(row):
-    """The public view of one submission (only its holder knows the id)."""
-    done = row["status"] in ("done", "regraded") and row["result"] is not None
-    data = {"id": row["id"], "exercise": row["exercise"], "learner": row["learner"],
-            "status": row["status"], "submitted_at": _iso(row["submitted_at"]),
-            "result": pipeline.stored(row["result"], row["exercise"]).to_gradescope()
-            if done else None}
-    if row["status"] == "queued":
-        data["queue_position"] = row["queue_position"]
-    if row["status"] in ("replaced", "regraded"):
-        data["replaced_by"] = row["replaced_by"]
-    if row.get("regrade"):
-        data["regrade"] = True  # an instructor's regrade of an earlier submission
-    if row["status"] == "done":
-        data["seconds"] = {
-            "waiting": round(row["started_at"] - row["submitted_at"], 3),
-            "grading": round(row["finished_at"] - row["started_at"], 3),
-            "total": round(row["finished_at"] - row["submitted_at"], 3)}
-    return data
 
-
-def _iso(ts):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1e6):06d}Z"
 
 
 class Health(Base):
@@ -560,8 +422,6 @@ def make_app(store, grading, settings, mirror):
     mirrored into (read for the class CSV, also by an API-only process)."""
     p, extra, app_settings = settings.prefix, [], {}
     if settings.identity:
-        from autograder.service import classroom
-
         extra = settings.identity.handlers() + classroom.handlers(p)
         app_settings = settings.identity.app_settings()
     return tornado.web.Application([

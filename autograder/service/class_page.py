@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.service import class_plots
-from autograder.service.deadlines import in_words
+from autograder.service.lateness import in_words
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).resolve().parent / "static"

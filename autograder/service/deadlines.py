@@ -1,11 +1,5 @@
-"""Deadlines for the grading service, from nbgrader's model, and the instructor's
-command that sets them.
-
-The due date of each exercise (``Assignment.duedate``) and each learner's
-extension (``SubmittedAssignment.extension``) are read from nbgrader's gradebook;
-the late penalty from the plugin ``exercises/nbgrader_config.py`` names
-(:mod:`autograder.late_policy`), so ``nbgrader autograde``, ``nbgrader export``
-and the service agree. Times are UTC, as nbgrader stores them.
+"""The instructor's command that sets the grading service's deadlines in nbgrader's
+gradebook (read back by :mod:`autograder.service.lateness`).
 
     python -m autograder.service.deadlines due EXERCISE "2026-12-10 17:00"   # UTC
     python -m autograder.service.deadlines due EXERCISE none                # no deadline
@@ -16,112 +10,13 @@ and the service agree. Times are UTC, as nbgrader stores them.
 """
 import datetime
 import sys
-import threading
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.plugins import LateSubmissionPlugin
-from traitlets.config.loader import PyFileConfigLoader
-from traitlets.utils.importstring import import_item
 
-UTC = datetime.timezone.utc
-CACHE_S = 5.0  # how long a reading of the gradebook's dates is reused
-
-
-def load_policy(course):
-    """The late-penalty plugin ``<course>/nbgrader_config.py`` configures (nbgrader's own
-    LateSubmissionPlugin when it names none)."""
-    path = Path(course) / "nbgrader_config.py"
-    config = PyFileConfigLoader(path.name, path=str(path.parent)).load_config() \
-        if path.exists() else {}
-    name = config.get("AssignLatePenalties", {}).get("plugin_class")
-    cls = import_item(name) if isinstance(name, str) else (name or LateSubmissionPlugin)
-    return cls(config=config) if config else cls()
-
-
-@dataclass(frozen=True)
-class Lateness:
-    """One submission against its deadline: ``due`` (aware UTC datetime or None),
-    ``seconds`` late (0 when on time), ``penalty`` in points (0 when none)."""
-    due: object = None
-    seconds: float = 0.0
-    penalty: float = 0.0
-
-
-class Deadlines:
-    """Due dates, extensions and the late policy of a course (see the module)."""
-
-    def __init__(self, gradebook_url, course, sqlite_file=None):
-        self.url, self.policy = gradebook_url, load_policy(course)
-        self.sqlite_file = sqlite_file  # a SQLite gradebook is never created here
-        self._cache, self._lock = (0.0, {}, {}), threading.Lock()
-
-    def _dates(self):
-        """``({exercise: due}, {(exercise, learner): extension})``, read at most every
-        :data:`CACHE_S` seconds."""
-        with self._lock:
-            read_at, dues, extensions = self._cache
-            if time.monotonic() - read_at < CACHE_S:
-                return dues, extensions
-            dues, extensions = {}, {}
-            if self.sqlite_file is None or Path(self.sqlite_file).exists():
-                with Gradebook(self.url) as gb:
-                    for assignment in gb.assignments:
-                        dues[assignment.name] = assignment.duedate
-                        for sub in assignment.submissions:
-                            if sub.extension:
-                                extensions[(assignment.name, sub.student_id)] = sub.extension
-            self._cache = (time.monotonic(), dues, extensions)
-            return dues, extensions
-
-    def due(self, exercise, learner):
-        """When ``learner``'s ``exercise`` is due, extension included (aware UTC), or None."""
-        dues, extensions = self._dates()
-        if dues.get(exercise) is None:
-            return None
-        extension = extensions.get((exercise, learner), datetime.timedelta(0))
-        return (dues[exercise] + extension).replace(tzinfo=UTC)
-
-    def course_due(self, exercise):
-        """When ``exercise`` is due for the class, extensions aside (aware UTC), or None."""
-        due = self._dates()[0].get(exercise)
-        return due.replace(tzinfo=UTC) if due else None
-
-    def assess(self, learner, exercise, submitted_at, score):
-        """The :class:`Lateness` of a submission made at ``submitted_at`` (epoch s) that
-        scored ``score`` points; the penalty is clipped to ``[0, score]`` as nbgrader does."""
-        due = self.due(exercise, learner)
-        seconds = max(0.0, submitted_at - due.timestamp()) if due else 0.0
-        penalty = self.policy.late_submission_penalty(learner, score, seconds) if seconds else None
-        return Lateness(due, seconds, min(max(float(penalty or 0.0), 0.0), float(score)))
-
-    def policy_words(self):
-        """What lateness costs under the course's policy, in words for learners."""
-        if hasattr(self.policy, "describe"):
-            return self.policy.describe()
-        return f"late penalty: {self.policy.penalty_method}"  # nbgrader's own plugin
-
-    def words(self, lateness):
-        """What a learner is told about ``lateness``: None when on time."""
-        if not lateness.seconds:
-            return None
-        return (f"submitted {in_words(lateness.seconds)} after the deadline "
-                f"({lateness.due:%Y-%m-%d %H:%M} UTC): {self.policy_words()}")
-
-
-def in_words(seconds):
-    """``seconds`` as days, hours or minutes, e.g. '2 h 5 min'."""
-    minutes = int(seconds // 60)
-    days, hours, mins = minutes // 1440, minutes // 60 % 24, minutes % 60
-    parts = [f"{days} d"] * bool(days) + [f"{hours} h"] * bool(hours) + [f"{mins} min"] * bool(mins)
-    return " ".join(parts) or f"{int(seconds)} s"
+from autograder.service import config
 
 
 def main(argv=None):
-    from autograder.service import config
-
     p = config.parser("python -m autograder.service.deadlines",
                       "Set or show the due dates and extensions in nbgrader's gradebook.")
     sub = p.add_subparsers(dest="command", required=True)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder import pipeline
+from autograder import exercises, results
 from autograder.results import atomic_write
-from autograder.service.deadlines import Deadlines
+from autograder.service.lateness import Deadlines
 
 
 class NotReady(Exception):
@@ -45,7 +45,7 @@ class Mirror:
 
     @property
     def deadlines(self):
-        """The course's :class:`~autograder.service.deadlines.Deadlines` (read from this
+        """The course's :class:`~autograder.service.lateness.Deadlines` (read from this
         gradebook and the course's nbgrader_config.py; made on first use)."""
         if self._deadlines is None:
             self._deadlines = Deadlines(self.url, self.course, self.course / "gradebook.db"
@@ -73,7 +73,7 @@ class Mirror:
         """Write one done submission (a :meth:`Store.graded` row) into the gradebook, with
         its late ``penalty`` in points (nbgrader's ``late_submission_penalty``)."""
         exercise, learner = row["exercise"], row["learner"]
-        result = pipeline.stored(row["result"], exercise)
+        result = results.stored(row["result"], exercise)
         if any(c.grade_id is None for c in result.checks):
             raise NotReady("the result's checks do not match the exercise's hidden tests")
         when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
@@ -98,12 +98,10 @@ class Mirror:
 
     def points_disagree(self, exercise, fix=False):
         """Where the gradebook's points for ``exercise`` differ from its hidden tests'
-        (``judge.hidden_tests``): ``["test_values: hidden tests 3, gradebook 2", ...]``;
+        (``Exercise.tests``): ``["test_values: hidden tests 3, gradebook 2", ...]``;
         with ``fix``, the gradebook's are set to the hidden tests' first. Empty when the
         exercise is not in the gradebook (nothing released yet)."""
-        from autograder.judge import hidden_tests
-
-        points = {name: float(p) for name, _, p in hidden_tests(exercise)}
+        points = {name: float(p) for name, _, p in exercises.get(exercise).tests()}
         if self.missing():
             return []
         found = []

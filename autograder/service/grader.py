@@ -25,7 +25,7 @@ import traceback
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults, pipeline
+from autograder import defaults, load, pipeline
 from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
@@ -33,12 +33,31 @@ log = logging.getLogger("autograder.service")
 LEASE = 30.0  # seconds; renewed every LEASE / 3 while grading
 
 
+class StoredRow:
+    """A claimed row as :func:`autograder.pipeline.run`'s source: its stored notebook
+    bytes, loaded as they are (no file is written). The service's zygote imports
+    every exercise when it starts (:func:`autograder.service.config.start_grading`)."""
+
+    hide, private = (), None
+
+    def __init__(self, row):
+        self.row = row
+
+    def exercises(self):
+        return []
+
+    def submissions(self):
+        exercise = self.row["exercise"]
+        return [load.from_bytes(self.row["learner"], self.row["notebook"], exercise,
+                                f"{exercise}.ipynb")]
+
+
 def grade_notebook(row, limits, slot):
-    """The :class:`~autograder.results.GradingResult` for a claimed row (never raises on
-    bad submissions). The stored notebook bytes are loaded as they are: no file is written."""
-    exercise = row["exercise"]
-    sub = pipeline.load_bytes(row["learner"], row["notebook"], exercise, f"{exercise}.ipynb")
-    return pipeline.grade(sub, limits, slot)
+    """The :class:`~autograder.results.GradingResult` for a claimed row (never raises:
+    a grader fault gives an ``error`` result whose ``fault`` holds the traceback)."""
+    held = pipeline.Held()
+    pipeline.run(StoredRow(row), held, limits, slots=[slot])
+    return held.results[0]
 
 
 class Backoff:
@@ -190,12 +209,12 @@ class GradingThreads:
         renewer = threading.Thread(target=renew, name=f"lease-{slot}", daemon=True)
         renewer.start()
         try:
-            return grade_notebook(row, self.limits, slot)
-        except Exception as exc:  # a grader bug must still give the learner an answer
-            log.error("grading %s failed:\n%s", row["id"], traceback.format_exc())
-            return pipeline.grader_fault(row["exercise"], exc)
+            result = grade_notebook(row, self.limits, slot)
         finally:
             done.set()
+        if result.fault:  # for the instructor: the learner reads only result.output
+            log.error("grading %s failed:\n%s", row["id"], result.fault)
+        return result
 
     def _sync_loop(self):
         failing = None

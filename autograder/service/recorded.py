@@ -14,8 +14,8 @@ submission's score after its late penalty (:mod:`autograder.service.deadlines`):
 * ``latest``: the newest submission made before the deadline, whatever its score;
   the newest late one (with its penalty) only when none was on time.
 """
-from autograder import defaults, pipeline
-from autograder.service.deadlines import Lateness
+from autograder import defaults, results
+from autograder.service.lateness import Lateness
 
 RULES = defaults.RECORDED_RULES
 
@@ -25,7 +25,7 @@ def score(row):
     ``score`` already read, by the class view); a float."""
     if "score" in row:
         return row["score"]
-    return float(pipeline.stored(row["result"], row["exercise"]).score)
+    return float(results.stored(row["result"], row["exercise"]).score)
 
 
 def on_time(row):
@@ -51,7 +51,7 @@ def recorded(rows, rule, lateness=on_time):
 
 def late_by(deadlines):
     """``lateness(row)`` for :func:`recorded` from a course's
-    :class:`~autograder.service.deadlines.Deadlines` (:func:`on_time` for None)."""
+    :class:`~autograder.service.lateness.Deadlines` (:func:`on_time` for None)."""
     if deadlines is None:
         return on_time
     return lambda row: deadlines.assess(row["learner"], row["exercise"], row["submitted_at"],
@@ -68,7 +68,7 @@ def standing(rows, rule, lateness=on_time):
     def brief(row):
         if row is None:
             return None
-        result = pipeline.stored(row["result"], row["exercise"])
+        result = results.stored(row["result"], row["exercise"])
         late = lateness(row)
         return {"id": row["id"], "score": result.score - late.penalty,
                 "max_score": result.max_score, "penalty": late.penalty,

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.service.deadlines import CACHE_S
+from autograder.service.lateness import CACHE_S
 from tests.conftest import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
 from tests.hub.conftest import WAIT_S, Signed, class_csv_when

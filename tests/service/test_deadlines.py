@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from autograder.service.deadlines import CACHE_S
+from autograder.service.lateness import CACHE_S
 from tests.conftest import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.conftest import http, notebook_with

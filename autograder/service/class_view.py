@@ -1,0 +1,79 @@
+"""The class as the store holds it, for the class views: a learner's listing and the
+class summary (per exercise and learner: recorded grade, lateness, latest feedback;
+per check: pass rate). Stored results are read back by :func:`autograder.results.stored`.
+"""
+from collections import Counter
+
+from autograder import results
+from autograder.service.handler import Refused, describe
+from autograder.service.recorded import late_by, recorded, score
+
+
+def listing(store, person, learner=None):
+    """``{"learner", "submissions": [describe(row), ...]}``, newest first."""
+    learner = learner or person.name
+    if learner != person.name and not person.instructor:
+        raise Refused(403, "not_yours", "you can list your own submissions only")
+    rows = store.submissions(learner)
+    return {"learner": learner, "submissions": [_public(r) for r in reversed(rows)]}
+
+
+def _public(row):
+    return describe(dict(row, queue_position=None, started_at=row["started_at"] or 0,
+                         finished_at=row["finished_at"] or 0))
+
+
+def summary(store, rule, deadlines=None, rows=None):
+    """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
+    "checks": [...]}}``.
+
+    For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
+    grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
+    ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
+    recorded submission ``late_seconds`` and ``penalty`` (``deadlines``, a
+    :class:`~autograder.service.lateness.Deadlines`; on time without it);
+    ``latest`` and ``best`` score among graded ones, ``latest_id``
+    and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
+    ``passed`` learners (whose latest result passed it), ``learners`` graded,
+    and ``pass_rate`` = passed / learners. ``rows``: ``store.submissions()`` when the
+    caller has read them already (the class page reads them once).
+    """
+    view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
+    for row in store.submissions() if rows is None else rows:
+        ex = view.setdefault(row["exercise"], {"max_score": None, "recorded_rule": rule,
+                                               "learners": {}, "checks": []})
+        who = ex["learners"].setdefault(row["learner"], {
+            "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
+            "late_seconds": 0.0, "penalty": 0.0, "latest": None,
+            "best": None, "latest_id": None, "feedback": []})
+        who["submissions"] += not row["regrade"]  # a regrade is not a submission of theirs
+        rows_of.setdefault((row["exercise"], row["learner"]), []).append(row)
+        if row["status"] != "done" or row["result"] is None:
+            continue
+        result = results.stored(row["result"], row["exercise"])
+        row["score"] = float(result.score)  # read once: the recorded rule asks again
+        latest.setdefault(row["exercise"], {})[row["learner"]] = result
+        ex["max_score"] = result.max_score
+        who["latest"], who["latest_id"] = result.score, row["id"]
+        who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
+                            "max_score": c.max_score, "output": c.output} for c in result.checks]
+    lateness = late_by(deadlines)
+    for (exercise, learner), rows in rows_of.items():
+        who = view[exercise]["learners"][learner]
+        due = deadlines.due(exercise, learner) if deadlines else None
+        who["due"] = due.isoformat() if due else None
+        keep = recorded(rows, rule, lateness)
+        if keep is not None:
+            late = lateness(keep)
+            who["recorded"], who["recorded_id"] = score(keep) - late.penalty, keep["id"]
+            who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
+    for exercise, ex in view.items():
+        graded = list(latest.get(exercise, {}).values())
+        passes = Counter(grade_id for r in graded  # each result once per check it passed
+                         for grade_id in {c.grade_id for c in r.checks if c.status == "passed"})
+        for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
+            passed = passes[check.grade_id]
+            ex["checks"].append({"name": check.title, "passed": passed, "learners": len(graded),
+                                 "pass_rate": round(passed / len(graded), 4)})
+    return view

@@ -1,0 +1,240 @@
+"""What each front door gives on every sample and hostile submission, normalised.
+
+The corpus is every exercise's samples (``hidden/samples/*.py`` put into the
+released notebook, plus the released notebook itself as ``unattempted``), the
+hostile answer cells (``tests/grading/hostile/*.py``) and the broken notebooks
+of :mod:`tests.grading.hostile_builders`, and a few Gradescope uploads that
+break its one-file rule. Each is graded by
+
+- the command line (``python -m autograder``'s ``main``: every results.json,
+  summary.csv, the progress lines and the exit status),
+- the grading service's grading thread (:func:`autograder.service.grader.grade_notebook`
+  on a stored row; the record the store keeps and the learner's reply made from it),
+- Gradescope's ``run_autograder`` entry (:func:`autograder.gradescope.run`: results.json).
+
+The grader's own digest is fixed while capturing (it seeds the inputs); only
+what differs between two runs of the same code is normalised: wall times, the
+submission's digest, temporary paths, what learner code prints of itself
+(addresses, timings), and which end a race in a hostile submission took
+(:data:`RACES`).
+
+``python -m tests.grading.golden`` writes ``tests/grading/golden/*.json`` afresh;
+``tests/grading/test_golden.py`` compares a new capture with them byte for byte.
+"""
+import contextlib
+import io
+import json
+import re
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from autograder import exercises
+from tests.conftest import release
+from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
+from tests.grading.hostile_builders import BUILDERS
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+HOSTILE = HERE / "hostile"
+HOSTILE_EXERCISE = "update_with_donate"
+# (timeout s, memory MiB) per group, as test_samples and test_hostile grade them
+LIMITS = {"samples": (60.0, 4096), "hostile": (10.0, 3072)}
+# Hostile submissions whose end is a race their own code runs: a memory bomb's MemoryError is
+# caught by its cell ("incomplete") or the process is killed first ("memory").
+RACES = {"memory_bomb", "memory_bomb_list"}
+# Uploads that break Gradescope's one-file rule: {name: {relative path: text}}
+UPLOADS = {"empty": {}, "two_notebooks": {"a.ipynb": "{}", "b.ipynb": "{}"},
+           "only_text": {"notes.txt": "hello"},
+           "macosx_only": {"__MACOSX/x.ipynb": "{}", ".hidden.py": "x = 1"}}
+
+
+def corpus(course):
+    """``{group: {name: (exercise, notebook bytes)}}`` from the released ``course``."""
+    samples = {}
+    for exercise in exercises.names():
+        release_nb = released_notebook(course, exercise)
+        for name in expected(exercise):
+            nb = release_nb if name == "unattempted" else with_answer(
+                release_nb, (samples_dir(exercise) / f"{name}.py").read_text(), exercise)
+            samples[f"{name}/{exercise}"] = (exercise, json.dumps(nb, indent=1).encode())
+    hostile_expected = json.loads((HOSTILE / "expected.json").read_text())
+    release_nb = released_notebook(course, HOSTILE_EXERCISE)
+    hostile = {}
+    for path in sorted(HOSTILE.glob("*.py")):
+        if path.stem in hostile_expected:
+            # a port nobody listens on: learner code reaches no network anyway
+            answer = path.read_text().replace("@LISTENER_PORT@", "9")
+            hostile[path.stem] = (HOSTILE_EXERCISE, json.dumps(with_answer(release_nb, answer)).encode())
+    for name, build in sorted(BUILDERS.items()):
+        hostile[name] = (HOSTILE_EXERCISE, build(release_nb))
+    return {"samples": samples, "hostile": hostile}
+
+
+def normalise(text, scratch=()):
+    """``text`` without what differs between two runs of the same code."""
+    text = re.sub(r'"(execution_time|seconds)": [0-9.e-]+', r'"\1": 0', text)
+    text = re.sub(r'"digest": "[0-9a-f]{64}"', '"digest": "<digest>"', text)
+    text = re.sub(r" \(\d+\.\d s\)(?= - |\",?$)", " (<s> s)", text, flags=re.M)
+    # what learner code prints of itself: addresses, %time's timings, absl's log prefix
+    text = re.sub(r"0x[0-9a-f]{6,16}", "0x<address>", text)
+    text = re.sub(r"(CPU times|Wall time): (?:(?!\\n)[^\"])*", r"\1: <times>", text)
+    text = re.sub(r"\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ", "<log prefix> ", text)
+    # where a memory bomb's allocation fails first (numpy's or XLA's) is a matter of timing
+    text = re.sub(r"(the tests could not run: MemoryError: )[^\"]*", r"\1<where>", text)
+    for path in scratch:
+        text = text.replace(str(path), "<tmp>")
+    return re.sub(r"/tmp/pytest-of-\w+/[^\s\"']*|/tmp/tmp\w+", "<tmp>", text)
+
+
+def settled(value):
+    """A race's result (:data:`RACES`) without what tells its two ends apart."""
+    if isinstance(value, dict):
+        return {k: ("memory or incomplete" if k == "status" and v in ("memory", "incomplete")
+                    else "<either end>" if k in ("output", "learner_output") and "MemoryError" in str(v)
+                    or k == "output" and "of memory" in str(v) else settled(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [settled(v) for v in value]
+    return value
+
+
+def _settle(done):
+    """``done`` ({name: result}) with every race of :data:`RACES` settled."""
+    return {name: settled(v) if name in RACES else v for name, v in done.items()}
+
+
+def _dump(data):
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def cli(group, subs, work):
+    """The command line's results for one group, as one JSON text (its ``main``, run in
+    this process so that :func:`capture` can fix the inputs' seed)."""
+    from autograder.__main__ import main
+
+    root = work / f"cli-{group}"
+    for name, (exercise, raw) in subs.items():
+        # samples as an nbgrader tree (<student>/<exercise>/<exercise>.ipynb), hostile flat
+        target = (root / "submitted" / name / f"{exercise}.ipynb" if group == "samples"
+                  else root / "class" / f"{name}.ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(raw)
+    seconds, memory = LIMITS[group]
+    out = root / "out"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+        code = main([str(root / ("submitted" if group == "samples" else "class")), "--out", str(out),
+                     "--timeout", str(seconds), "--memory-mib", str(memory), "--jobs", "2"])
+    results = {str(p.parent.relative_to(out)): json.loads(p.read_text())
+               for p in sorted(out.rglob("results.json"))}
+    lines = {"progress": sorted(stdout.getvalue().splitlines()),
+             "summary": (out / "summary.csv").read_text().splitlines()}
+    for key, found in lines.items():  # a race's line says only which submission it is
+        lines[key] = [f"{line.split(':')[0].split(',')[0]}: <either end>"
+                      if line.split(":")[0].split(",")[0] in RACES else line for line in found]
+    data = {"exit": code, **lines, "results": _settle(results)}
+    return normalise(_dump(data), [root])
+
+
+def service(group, subs, work):
+    """The grading service's stored record and learner reply per submission."""
+    from autograder import pipeline, sandbox
+    from autograder.service.app import describe
+    from autograder.service.grader import grade_notebook
+
+    pipeline.prepare(exercises.names())
+    seconds, memory = LIMITS[group]
+    limits = sandbox.Limits(seconds=seconds, memory_mib=memory)
+
+    def one(item, slot):
+        name, (exercise, raw) = item
+        learner = name.split("/")[0]
+        result = grade_notebook({"exercise": exercise, "learner": learner, "notebook": raw},
+                                limits, slot)
+        stored = json.dumps(result.to_record())  # as Store.finish writes it
+        row = {"id": "0" * 32, "exercise": exercise, "learner": learner, "status": "done",
+               "submitted_at": 0.0, "started_at": 0.0, "finished_at": 0.0,
+               "result": json.loads(stored)}
+        return name, {"stored": json.loads(stored), "reply": describe(row)}
+
+    items = sorted(subs.items())
+    with ThreadPoolExecutor(2) as pool:
+        done = dict(pool.map(one, items, [100 + i % 2 for i in range(len(items))]))
+    return normalise(_dump(_settle(done)), [work])
+
+
+def gradescope(group, subs, work):
+    """Gradescope's results.json per upload (and per broken upload, with the hostile group)."""
+    from autograder import gradescope as gs
+    from autograder import sandbox
+
+    seconds, memory = LIMITS[group]
+    limits = sandbox.Limits(seconds=seconds, memory_mib=memory)
+    uploads = {name: (exercise, {f"{exercise}.ipynb": raw}) for name, (exercise, raw) in subs.items()}
+    if group == "hostile":
+        uploads.update({f"upload-{n}": (HOSTILE_EXERCISE, files) for n, files in UPLOADS.items()})
+
+    def one(item):
+        name, (exercise, files) = item
+        root = work / "gradescope" / name.replace("/", "-")
+        for rel, content in files.items():
+            target = root / "submission" / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content if isinstance(content, bytes) else content.encode())
+        (root / "submission").mkdir(parents=True, exist_ok=True)
+        gs.run(root, exercise, "visible", limits)
+        return name, json.loads((root / "results" / "results.json").read_text())
+
+    with ThreadPoolExecutor(1) as pool:  # run() grades on slot 0, as Gradescope does
+        done = dict(pool.map(one, sorted(uploads.items())))
+    return normalise(_dump(_settle(done)), [work])
+
+
+DOORS = {"cli": cli, "service": service, "gradescope": gradescope}
+
+
+def capture(course, work, doors=DOORS):
+    """``{file name: text}`` for every door and group.
+
+    The grader's own digest is fixed meanwhile: it seeds each submission's inputs
+    (:func:`autograder.pipeline.seed_for`), so without it any change of the grader's
+    code would change the values quoted in feedback.
+    """
+    from autograder import pipeline
+
+    found = corpus(course)
+    real, pipeline.grader_digest = pipeline.grader_digest, lambda: "golden"
+    try:
+        return {f"{door}-{group}.json": doors[door](group, subs, Path(work))
+                for door in doors for group, subs in found.items()}
+    finally:
+        pipeline.grader_digest = real
+
+
+def released(work):
+    """A released course in ``work`` (as tests.conftest.released_course makes it)."""
+    from tests.conftest import REPO
+
+    course = Path(work) / "course"
+    course.mkdir(parents=True)
+    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)
+    shutil.copytree(REPO / "exercises" / "source", course / "source")
+    release(course, "*")
+    return course
+
+
+def main(argv):
+    names = argv or list(DOORS)
+    with tempfile.TemporaryDirectory() as work:
+        texts = capture(released(work), work, {n: DOORS[n] for n in names})
+    GOLDEN.mkdir(exist_ok=True)
+    for name, text in texts.items():
+        (GOLDEN / name).write_text(text)
+        print(GOLDEN / name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
