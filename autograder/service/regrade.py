@@ -22,7 +22,6 @@ from autograder.service import config
 
 def main(argv=None):
     from autograder.service.recorded import late_by, recorded
-    from autograder.service.store import database_url
 
     p = config.parser("python -m autograder.service.regrade",
                       "Grade every learner's recorded submission of an exercise again.")
