@@ -24,6 +24,7 @@ submission's digest, temporary paths, what learner code prints of itself
 import contextlib
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -84,6 +85,9 @@ def normalise(text, scratch=()):
     text = re.sub(r"\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ", "<log prefix> ", text)
     # where a memory bomb's allocation fails first (numpy's or XLA's) is a matter of timing
     text = re.sub(r"(the tests could not run: MemoryError: )[^\"]*", r"\1<where>", text)
+    # where this checkout's venv is (a warning's file path in what learner code printed)
+    for prefix in sorted({os.path.realpath(sys.prefix), sys.prefix}, key=len, reverse=True):
+        text = text.replace(prefix + os.sep, "<venv>/")
     for path in scratch:
         text = text.replace(str(path), "<tmp>")
     return re.sub(r"/tmp/pytest-of-\w+/[^\s\"']*|/tmp/tmp\w+", "<tmp>", text)
