@@ -11,10 +11,10 @@ import pytest
 from tests.book.sitebuild import LESSONS
 
 from .conftest import screenshot
+from .test_pages import PAGES as ALL_PAGES
 
 LESSON_PAGES = [f"book/lessons/{name}" for name in LESSONS]
-PAGES = ["book/intro", *LESSON_PAGES, "book/exercises/index", "book/exercises/donation_report",
-         "book/exercises/fix_training_loop", "book/exercises/silent_donation"]
+PAGES = [name for name in ALL_PAGES if name.startswith("book/")]  # the search page has no article
 
 # Every <pre> of the article that scrolls sideways: [in a code cell or an output, its first
 # line that is too wide].
