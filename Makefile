@@ -24,7 +24,7 @@ HOST   ?= $(call default,HOST)
 JUPYTER_PORT ?= $(call default,JUPYTER_PORT)
 GRADESCOPE_OUT ?= _build/gradescope
 # Visibility of the hidden tests' results on Gradescope: visible or after_published.
-GRADESCOPE_VISIBILITY ?= visible
+GRADESCOPE_VISIBILITY ?= $(call default,GRADESCOPE_VISIBILITY)
 # The exercises (nbgrader assignments), as registered in autograder/exercises/__init__.py
 # (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
 ASSIGNMENTS = $(shell $(READER) -c "from autograder.exercises import names; print(*names())")

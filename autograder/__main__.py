@@ -18,7 +18,7 @@ import sys
 
 from tqdm import tqdm
 
-from autograder import defaults, pipeline, sandbox
+from autograder import defaults, options, pipeline, sandbox
 from autograder.files import Files, ResultsFolder
 from autograder.exercises import names as exercise_names
 
@@ -32,11 +32,7 @@ def parse(argv):
     p.add_argument("--exercise", choices=exercise_names(),
                    help="the exercise files answer (default: from the path); in an nbgrader "
                         "tree, grade only this exercise's notebooks")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel submissions (default: cores)")
-    p.add_argument("--timeout", type=float, default=defaults.CLI_TIMEOUT_S,
-                   help=f"seconds per submission (default {defaults.CLI_TIMEOUT_S:g})")
-    p.add_argument("--memory-mib", type=int, default=defaults.MEMORY_MIB,
-                   help=f"address-space limit per submission, in MiB (default {defaults.MEMORY_MIB})")
+    options.add(p, *defaults.CLI)
     p.add_argument("--force", action="store_true", help="regrade even unchanged submissions")
     return p.parse_args(argv)
 
@@ -61,7 +57,7 @@ def main(argv=None):
         return 2
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     with Lines() as lines:
-        refused = pipeline.run(source, ResultsFolder(args.out), limits,
+        refused = pipeline.grade_all(source, ResultsFolder(args.out), limits,
                                slots=range(max(1, args.jobs)), force=args.force, progress=lines)
     return 1 if refused else 0
 

@@ -18,39 +18,45 @@ Standard library only, and nothing else of the package imported: under
 ``make hub`` this file is copied beside ``learner_submit.py`` into each
 learner's home (``deploy/hub/learner_home.py``), where only those two exist.
 
-Each setting that the environment can override is in :data:`ENVIRONMENT`,
-keyed by its variable; :func:`setting` reads the environment first.
+Every setting a person can change (its default, environment variables,
+command-line flag, help, and whether ``GET /api/config`` shows it) is a row of
+:data:`SETTINGS`; :func:`setting` reads the environment first, and
+:mod:`autograder.options` makes the programs' options from the rows.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, NamedTuple
 
 # -- where the servers listen ------------------------------------------------------
 HOST = "127.0.0.1"
-"""Interface every course server binds to (``HOST``); loopback: nothing is exposed."""
+"""Interface every course server binds to; loopback: nothing is exposed."""
 PORT = 8000
-"""TCP port of the course site under ``make serve``; the hub's public port under ``make hub`` (``PORT``)."""
+"""TCP port of the course site under ``make serve`` (``make hub``: :data:`HUB_PORT`)."""
 GRADER_PORT = 8001
-"""TCP port of the grading service (``GRADER_PORT``)."""
+"""TCP port of the grading service under ``make serve``."""
 JUPYTER_PORT = 8888
-"""TCP port of the learner's JupyterLab under ``make serve`` (``JUPYTER_PORT``)."""
+"""TCP port of the learner's JupyterLab under ``make serve``."""
 # Under make hub every fixed port is privileged (below the kernel's
 # net.ipv4.ip_unprivileged_port_start, 1024): a learner's process can never listen
 # there, also not while the hub, its proxy or a service restarts.
 HUB_PORT = 80
 """The hub's public port under ``make hub`` (``PORT``; ``make serve`` uses :data:`PORT`)."""
 HUB_API_PORT = 801
-"""TCP port of JupyterHub's own API, on 127.0.0.1 (``HUB_API_PORT``)."""
+"""TCP port of JupyterHub's own API, on 127.0.0.1."""
 PROXY_API_PORT = 802
-"""TCP port of configurable-http-proxy's API, on 127.0.0.1 (``PROXY_API_PORT``)."""
+"""TCP port of configurable-http-proxy's API, on 127.0.0.1."""
 HUB_GRADER_PORT = 803
 """The grading service's port behind the hub's proxy (``GRADER_PORT``; ``make serve``
 uses :data:`GRADER_PORT`)."""
 SITE_PORT = 804
-"""TCP port of the course site as a hub service, behind the proxy, under ``make hub`` only (``SITE_PORT``)."""
+"""TCP port of the course site as a hub service, behind the proxy, under ``make hub`` only."""
 HUB_DOMAIN = "localhost"
-"""The hub's host name under ``make hub`` (``HUB_DOMAIN``): each learner's server is at
+"""The hub's host name under ``make hub``: each learner's server is at
 ``<name>.HUB_DOMAIN``, an origin of its own (browsers resolve ``*.localhost`` to
 loopback; a real deployment names a domain with wildcard DNS)."""
 
@@ -62,41 +68,44 @@ the exercise pages check the same rule before sending."""
 
 # -- the grading service's limits (python -m autograder.service) ---------------------
 MAX_BYTES = 5 * 2**20
-"""Largest request body the service accepts, in bytes (``GRADER_MAX_BYTES``)."""
+"""Largest request body the service accepts, in bytes."""
 RATE_COUNT = 10
-"""Submissions one learner may make per window of :data:`RATE_SECONDS` (``GRADER_RATE``, ``count/seconds``)."""
+"""Submissions one learner may make per window of :data:`RATE_SECONDS`."""
 RATE_SECONDS = 60.0
 """The rate limit's window, in seconds."""
 MAX_PER_LEARNER = 3
-"""Submissions of one learner waiting at once (``GRADER_MAX_PER_LEARNER``)."""
+"""Submissions of one learner waiting at once."""
 MAX_PER_CLIENT = 20
-"""Submissions waiting from one client address; 0 = no cap (``GRADER_MAX_PER_CLIENT``)."""
+"""Submissions waiting from one client address; 0 = no cap."""
 MAX_QUEUE = 1000
-"""Submissions waiting in all before new ones are refused with 503 (``GRADER_MAX_QUEUE``)."""
+"""Submissions waiting in all before new ones are refused with 503."""
 HEADER_TIMEOUT_S = 10.0
-"""Seconds to send a request's headers, and that an idle connection is kept (``GRADER_HEADER_TIMEOUT``)."""
+"""Seconds to send a request's headers, and that an idle connection is kept."""
 BODY_TIMEOUT_S = 60.0
-"""Seconds to send a request's body (``GRADER_BODY_TIMEOUT``)."""
+"""Seconds to send a request's body."""
 SERVICE_TIMEOUT_S = 20.0
-"""Wall-clock seconds per submission in the service's sandbox (``GRADER_TIMEOUT``).
+"""Wall-clock seconds per submission in the service's sandbox.
 A correct exercise needs about 2 s (1.0 s on a quiet machine with JAX 0.12, benchmarks/README.md);
 20 s leaves room for a machine loaded several times over, while a notebook that
 never ends holds its slot for 20 s, not a minute."""
 LEASE_S = 30.0
-"""Seconds a claimed submission stays with its worker without renewal (``GRADER_LEASE``)."""
+"""Seconds a claimed submission stays with its worker without renewal."""
 SLOT_BASE = 100
-"""First sandbox slot of a grading process; as root a slot runs as uid 61000 + slot (``GRADER_SLOT_BASE``)."""
+"""First sandbox slot of a grading process; as root a slot runs as uid 61000 + slot."""
 
 # -- the sandbox, for the service and the command line -------------------------------
 CLI_TIMEOUT_S = 60.0
-"""Wall-clock seconds per submission for ``python -m autograder`` (``--timeout``)."""
+"""Wall-clock seconds per submission for ``python -m autograder`` and Gradescope."""
 MEMORY_MIB = 4096
-"""Address-space limit per submission, in MiB (``--memory-mib``, ``GRADER_MEMORY_MIB``)."""
+"""Address-space limit per submission, in MiB (every grader)."""
 
 RECORDED_RULES = ("best", "latest")
 RECORDED = "best"
-"""Which graded submission is a learner's grade (``GRADER_RECORDED``): ``best`` or
-``latest`` (see ``autograder/service/recorded.py`` for why best is the default)."""
+"""Which graded submission is a learner's grade: ``best`` or ``latest`` (see
+``autograder/service/recorded.py`` for why best is the default)."""
+
+VISIBILITIES = ("visible", "after_published")
+"""Gradescope visibilities a hidden test's entry may have for learners."""
 
 # -- the commands behind make book and make release ----------------------------------
 SITE_BUILD = ("jupyter-book", "build", ".", "--warningiserror", "--nitpick", "--keep-going",
@@ -111,33 +120,194 @@ DRIFT_PYTHON = "/usr/bin/python3.11"
 """The interpreter ``make drift`` builds its throwaway venv with (Debian's, which needs
 no download beyond the package registries); ``DRIFT_PYTHON=...`` picks another."""
 
-ENVIRONMENT = {
-    "HOST": HOST, "PORT": PORT, "GRADER_PORT": GRADER_PORT, "JUPYTER_PORT": JUPYTER_PORT,
-    "HUB_API_PORT": HUB_API_PORT, "PROXY_API_PORT": PROXY_API_PORT, "SITE_PORT": SITE_PORT,
-    "HUB_DOMAIN": HUB_DOMAIN,
-    "GRADER_MAX_BYTES": MAX_BYTES, "GRADER_RATE": f"{RATE_COUNT}/{RATE_SECONDS:g}",
-    "GRADER_MAX_PER_LEARNER": MAX_PER_LEARNER, "GRADER_MAX_PER_CLIENT": MAX_PER_CLIENT,
-    "GRADER_MAX_QUEUE": MAX_QUEUE, "GRADER_HEADER_TIMEOUT": HEADER_TIMEOUT_S,
-    "GRADER_BODY_TIMEOUT": BODY_TIMEOUT_S, "GRADER_TIMEOUT": SERVICE_TIMEOUT_S,
-    "GRADER_MEMORY_MIB": MEMORY_MIB, "GRADER_LEASE": LEASE_S, "GRADER_SLOT_BASE": SLOT_BASE,
-    "GRADER_RECORDED": RECORDED,
-}
-"""Environment variable -> its default, for every default the environment can change."""
+CHECKOUT = Path(__file__).resolve().parent.parent
+"""The course checkout this file is in (the grading service's database and course
+default to places in it; in a learner's home, where no such setting is read, it means nothing)."""
+
+
+# -- the table of settings -----------------------------------------------------------
+class Rate(NamedTuple):
+    """A rate limit: ``count`` submissions per ``seconds``."""
+
+    count: int
+    seconds: float
+
+    def __str__(self):
+        return f"{self.count}/{self.seconds:g}"
+
+
+def rate(text: str) -> Rate:
+    """``"10/60"`` as a :class:`Rate`; raises ArgumentTypeError (argparse's way of
+    saying which option is wrong) for any other shape."""
+    try:
+        count, seconds = text.split("/")
+        return Rate(int(count), float(seconds))
+    except ValueError:
+        raise argparse.ArgumentTypeError("must look like 10/60 (submissions/seconds)") from None
+
+
+def cores(text: str) -> int:
+    """``"cores"``: this machine's processor count; else the number ``text`` says."""
+    return (os.cpu_count() or 1) if text == "cores" else int(text)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting, declared once: the option parsers (:mod:`autograder.options`),
+    ``GET /api/config`` and the settings table of ``autograder/SERVICE.md`` are made from it.
+
+    ``name`` is what ``python -m autograder.defaults NAME`` prints and :func:`setting`
+    reads; ``env`` the environment variables that override ``default``, the first set
+    one winning; ``flag`` its command-line option ("" for none); ``parse`` turns text
+    (the command line's or the environment's) into its value; ``shown`` is its key in
+    ``/api/config``'s ``limits`` ("" when not shown); ``default_text`` says the default
+    in words where its value alone would not.
+    """
+
+    name: str
+    default: object
+    help: str
+    env: tuple = ()
+    flag: str = ""
+    parse: Callable = str
+    choices: tuple = ()
+    shown: str = ""
+    default_text: str = ""
+
+    @property
+    def dest(self) -> str:
+        """Its attribute in parsed options: ``--max-bytes`` is ``max_bytes``."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    def said_default(self) -> str:
+        """The default as ``--help`` and the docs say it."""
+        if self.default_text:
+            return self.default_text
+        return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
+
+
+def _port(name, value, help, flag=""):
+    return Setting(name, value, help, env=(name,), flag=flag, parse=int)
+
+
+SETTINGS = (
+    # where the servers listen
+    Setting("HOST", HOST, "interface every course server binds to", env=("HOST",)),
+    _port("PORT", PORT, "TCP port of the course site (make serve) or of the hub (make hub)"),
+    _port("GRADER_PORT", GRADER_PORT, "TCP port of the grading service", flag="--port"),
+    _port("JUPYTER_PORT", JUPYTER_PORT, "TCP port of the learner's JupyterLab under make serve"),
+    _port("HUB_API_PORT", HUB_API_PORT, "TCP port of JupyterHub's own API, on 127.0.0.1"),
+    _port("PROXY_API_PORT", PROXY_API_PORT, "TCP port of configurable-http-proxy's API"),
+    _port("SITE_PORT", SITE_PORT, "TCP port of the course site as a hub service (make hub)"),
+    Setting("HUB_DOMAIN", HUB_DOMAIN, "the hub's host name; learners' servers are at "
+            "<name>.HUB_DOMAIN", env=("HUB_DOMAIN",)),
+    # the grading service and its workers
+    Setting("GRADER_HOST", HOST, "interface the grading service listens on",
+            env=("GRADER_HOST", "HOST"), flag="--host", default_text=f"HOST or {HOST}"),
+    Setting("GRADER_DB", str(CHECKOUT / "grading.db"), "the database: a SQLite path or "
+            "postgresql://user:password@host/dbname (shared by every process; nbgrader's "
+            "gradebook lives there too)", env=("GRADER_DB",), flag="--db",
+            default_text="grading.db in the checkout"),
+    Setting("GRADER_COURSE", str(CHECKOUT / "exercises"), "nbgrader course folder (its "
+            "gradebook.db with SQLite, and submitted/)", env=("GRADER_COURSE",), flag="--course",
+            default_text="exercises/ in the checkout"),
+    Setting("GRADER_RECORDED", RECORDED, "which graded submission is a learner's grade, in "
+            "the gradebook, the CSV and the class view", env=("GRADER_RECORDED",),
+            flag="--recorded", choices=RECORDED_RULES),
+    Setting("GRADER_ORIGINS", None, "comma-separated origins allowed by CORS",
+            env=("GRADER_ORIGINS",), flag="--origins", default_text="the course site on PORT"),
+    Setting("GRADER_MAX_BYTES", MAX_BYTES, "largest request accepted, in bytes",
+            env=("GRADER_MAX_BYTES",), flag="--max-bytes", parse=int, shown="max_bytes"),
+    Setting("GRADER_RATE", Rate(RATE_COUNT, RATE_SECONDS), "submissions per learner per "
+            "seconds, N/S", env=("GRADER_RATE",), flag="--rate", parse=rate, shown="rate"),
+    Setting("GRADER_MAX_PER_LEARNER", MAX_PER_LEARNER, "a learner's submissions waiting",
+            env=("GRADER_MAX_PER_LEARNER",), flag="--max-per-learner", parse=int,
+            shown="max_per_learner"),
+    Setting("GRADER_MAX_PER_CLIENT", MAX_PER_CLIENT, "submissions waiting from one client "
+            "address (0: no cap, e.g. behind a proxy where every request has the proxy's "
+            "address)", env=("GRADER_MAX_PER_CLIENT",), flag="--max-per-client", parse=int,
+            shown="max_per_client"),
+    Setting("GRADER_MAX_QUEUE", MAX_QUEUE, "submissions waiting before new ones get 503",
+            env=("GRADER_MAX_QUEUE",), flag="--max-queue", parse=int, shown="max_queue"),
+    Setting("GRADER_HEADER_TIMEOUT", HEADER_TIMEOUT_S, "seconds to send a request's headers, "
+            "and that an idle connection is kept", env=("GRADER_HEADER_TIMEOUT",),
+            flag="--header-timeout", parse=float),
+    Setting("GRADER_BODY_TIMEOUT", BODY_TIMEOUT_S, "seconds to send a request's body",
+            env=("GRADER_BODY_TIMEOUT",), flag="--body-timeout", parse=float),
+    Setting("GRADER_JOBS", "cores", "submissions graded in parallel by this process (0: the "
+            "API alone)", env=("GRADER_JOBS",), flag="--jobs", parse=cores,
+            default_text="this machine's cores"),
+    Setting("GRADER_SLOT_BASE", SLOT_BASE, "first sandbox slot (uid 61000+slot when root); "
+            "keep it apart from other graders on the machine", env=("GRADER_SLOT_BASE",),
+            flag="--slot-base", parse=int),
+    Setting("GRADER_TIMEOUT", SERVICE_TIMEOUT_S, "seconds per submission in the sandbox",
+            env=("GRADER_TIMEOUT",), flag="--timeout", parse=float, shown="timeout_s"),
+    Setting("GRADER_MEMORY_MIB", MEMORY_MIB, "address-space limit per submission, in MiB",
+            env=("GRADER_MEMORY_MIB",), flag="--memory-mib", parse=int, shown="memory_mib"),
+    Setting("GRADER_LEASE", LEASE_S, "seconds a claimed submission stays with its worker "
+            "without renewal (renewed every third); after that another worker grades it",
+            env=("GRADER_LEASE",), flag="--lease", parse=float),
+    Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
+            "learners are hub users, see autograder/service/auth.py", env=("GRADER_AUTH",),
+            flag="--auth", choices=("none", "hub")),
+    # the command line and Gradescope
+    Setting("CLI_JOBS", "cores", "parallel submissions", flag="--jobs", parse=cores,
+            default_text="this machine's cores"),
+    Setting("CLI_TIMEOUT", CLI_TIMEOUT_S, "seconds per submission", flag="--timeout",
+            parse=float),
+    Setting("CLI_MEMORY_MIB", MEMORY_MIB, "address-space limit per submission, in MiB",
+            flag="--memory-mib", parse=int),
+    Setting("GRADESCOPE_VISIBILITY", VISIBILITIES[0], "each hidden test's visibility for "
+            "learners on Gradescope", env=("GRADESCOPE_VISIBILITY",), flag="--visibility",
+            choices=VISIBILITIES),
+)
+"""Every setting of the course, each once."""
+
+SERVICE = ("GRADER_HOST", "GRADER_PORT", "GRADER_DB", "GRADER_COURSE", "GRADER_RECORDED",
+           "GRADER_ORIGINS", "GRADER_MAX_BYTES", "GRADER_RATE", "GRADER_MAX_PER_LEARNER",
+           "GRADER_MAX_PER_CLIENT", "GRADER_MAX_QUEUE", "GRADER_HEADER_TIMEOUT",
+           "GRADER_BODY_TIMEOUT", "GRADER_JOBS", "GRADER_SLOT_BASE", "GRADER_TIMEOUT",
+           "GRADER_MEMORY_MIB", "GRADER_LEASE", "GRADER_AUTH")
+"""The settings of ``python -m autograder.service``, in ``--help``'s order."""
+STORE = ("GRADER_DB", "GRADER_COURSE", "GRADER_RECORDED")
+"""What every process of the service takes (the instructor's commands too)."""
+WORKER = STORE + ("GRADER_JOBS", "GRADER_SLOT_BASE", "GRADER_TIMEOUT", "GRADER_MEMORY_MIB",
+                  "GRADER_LEASE")
+"""The settings of ``python -m autograder.service.worker``."""
+CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
+"""The grading settings of ``python -m autograder``."""
+GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
+"""The settings of a Gradescope zip's build and its ``run_autograder``."""
+
+BY_NAME = {s.name: s for s in SETTINGS}
+ENVIRONMENT = {var: s.default for s in SETTINGS for var in s.env[:1]}
+"""Environment variable -> its default, for every setting the environment can change."""
+HUB_DEFAULTS = {"PORT": HUB_PORT, "GRADER_PORT": HUB_GRADER_PORT}
+"""The settings whose defaults ``make hub`` changes."""
+HUB_ENVIRONMENT = dict(ENVIRONMENT, **HUB_DEFAULTS)
+""":data:`ENVIRONMENT` as ``make hub`` reads it: the public and grading ports differ."""
+
+
+def environment_text(name: str) -> str | None:
+    """The text the environment gives setting ``name`` (its first variable that is
+    set), else None. Raises KeyError for a name :data:`SETTINGS` does not hold."""
+    for var in BY_NAME[name].env:
+        if var in os.environ:
+            return os.environ[var]
+    return None
 
 
 def setting(name: str) -> str:
-    """``$name``, else its default from :data:`ENVIRONMENT`, as text (as the environment
-    holds it). Raises KeyError for a variable this module has no default for."""
-    return os.environ.get(name, str(ENVIRONMENT[name]))
-
-
-HUB_ENVIRONMENT = dict(ENVIRONMENT, PORT=HUB_PORT, GRADER_PORT=HUB_GRADER_PORT)
-""":data:`ENVIRONMENT` as ``make hub`` reads it: the public and grading ports differ."""
+    """Setting ``name`` as text: the environment's, else its default. Raises KeyError
+    for a name :data:`SETTINGS` does not hold."""
+    text = environment_text(name)
+    return text if text is not None else str(BY_NAME[name].default)
 
 
 def hub_setting(name: str) -> str:
     """:func:`setting` under ``make hub`` (defaults from :data:`HUB_ENVIRONMENT`)."""
-    return os.environ.get(name, str(HUB_ENVIRONMENT[name]))
+    text = environment_text(name)
+    return text if text is not None else str(HUB_ENVIRONMENT[name])
 
 
 def hub_public_url() -> str:
@@ -176,16 +346,32 @@ def for_pages() -> dict:
 
 
 def _printable(name: str) -> str:
-    value = ENVIRONMENT[name] if name in ENVIRONMENT else globals()[name]
-    return " ".join(value) if isinstance(value, tuple) else str(value)
+    value = BY_NAME[name].default if name in BY_NAME else globals()[name]
+    return " ".join(value) if isinstance(value, tuple) and not isinstance(value, Rate) else str(value)
+
+
+def settings_table(names) -> str:
+    """The Markdown table of settings ``names`` (variable, option, default, what it is),
+    as ``autograder/SERVICE.md`` shows it (a test keeps that page equal to this)."""
+    rows = ["| variable | option | default | what it sets |", "| --- | --- | --- | --- |"]
+    for setting_ in (BY_NAME[n] for n in names):
+        choices = f" ({', '.join(setting_.choices)})" if setting_.choices else ""
+        rows.append(f"| `{setting_.env[0]}` | `{setting_.flag}` | {setting_.said_default()} | "
+                    f"{setting_.help}{choices} |")
+    return "\n".join(rows) + "\n"
 
 
 def main(argv: list[str]) -> int:
     """``python -m autograder.defaults NAME...``: each default on its own line; a
     command (``SITE_BUILD``, ``RELEASE``) as words joined by spaces, for make.
-    NAME is an environment variable of :data:`ENVIRONMENT` or a constant here."""
-    names = list(ENVIRONMENT) + [n for n in globals()
-                                 if n.isupper() and n not in ENVIRONMENT and n != "ENVIRONMENT"]
+    NAME is a setting of :data:`SETTINGS` or a constant here.
+    ``python -m autograder.defaults --service-table`` prints :func:`settings_table` of
+    the service's settings."""
+    if argv == ["--service-table"]:
+        print(settings_table(SERVICE), end="")
+        return 0
+    names = list(BY_NAME) + [n for n in globals() if n.isupper() and n not in BY_NAME
+                             and n not in ("ENVIRONMENT", "HUB_ENVIRONMENT", "BY_NAME")]
     unknown = [n for n in argv if n not in names]
     if not argv or unknown:
         print(f"usage: python -m autograder.defaults NAME...; unknown: {' '.join(unknown)}; "

@@ -1,4 +1,4 @@
-"""The command line's source and sink for :func:`autograder.pipeline.run`.
+"""The command line's source and sink for :func:`autograder.pipeline.grade_all`.
 
 :class:`Files` reads hand-ins from paths: files (``<stem>``) and nbgrader
 ``submitted/`` trees (``<student>/<exercise>``). :class:`ResultsFolder` writes

@@ -12,7 +12,7 @@ learner's files in ``/autograder/submission`` and reads
 
 The zip holds the grader modules grading imports, this exercise's probe and
 hidden tests only, the instructor's read-only cells (never a solution cell)
-and the pins of requirements.txt that grading needs. :func:`run` is what
+and the pins of requirements.txt that grading needs. :func:`grade_upload` is what
 ``run_autograder`` calls: :mod:`autograder.pipeline`'s steps, unchanged, and
 :func:`for_gradescope` at the edge.
 """
@@ -28,10 +28,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from autograder import exercises, load, pipeline, results, sandbox
+from autograder import defaults, exercises, load, options, pipeline, results, sandbox
 
 ROOT_ENV = "GRADESCOPE_ROOT"
-VISIBILITY = ("visible", "after_published")  # of each hidden test's entry, for learners
 # Top-level results.json fields Gradescope documents (specs page, "Output format").
 RESULT_FIELDS = ("score", "execution_time", "output", "output_format", "test_output_format",
                  "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
@@ -98,7 +97,7 @@ def build(exercise, out_dir, visibility="visible", limits=None):
     """Write ``out_dir/<exercise>-gradescope.zip``; return its path.
 
     ``visibility`` is each hidden test's Gradescope visibility (one of
-    :data:`VISIBILITY`); ``limits`` (a :class:`~autograder.sandbox.Limits`)
+    :data:`~autograder.defaults.VISIBILITIES`); ``limits`` (a :class:`~autograder.sandbox.Limits`)
     are baked into ``run_autograder``. Raises ValueError for an unknown
     exercise or a needed package that requirements.txt does not pin, and
     subprocess.CalledProcessError when the exercise's probe, hidden tests or
@@ -239,7 +238,7 @@ def for_gradescope(result, visibility):
     return out
 
 
-def run(root, exercise, visibility="visible", limits=None):
+def grade_upload(root, exercise, visibility="visible", limits=None):
     """Grade the upload under ``root``/submission into ``root``/results/results.json.
 
     Returns the :class:`~autograder.results.GradingResult`. Never raises for a
@@ -247,7 +246,7 @@ def run(root, exercise, visibility="visible", limits=None):
     """
     root = Path(root)
     sink = ResultsJson(root / "results" / "results.json", visibility)
-    pipeline.run(Upload(root, exercise), sink, limits or sandbox.Limits())
+    pipeline.grade_all(Upload(root, exercise), sink, limits or sandbox.Limits())
     return sink.result
 
 
@@ -316,7 +315,7 @@ def build_main(argv):
                                 description="Write DIR/EXERCISE-gradescope.zip for Gradescope.")
     p.add_argument("exercise", choices=exercises.names())
     p.add_argument("--out", required=True, help="folder for the zip")
-    _limit_options(p, "the hidden tests' visibility for learners (default: visible)")
+    options.add(p, *defaults.GRADESCOPE)
     args = p.parse_args(argv)
     path = build(args.exercise, args.out, args.visibility,
                  sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
@@ -324,22 +323,16 @@ def build_main(argv):
     return 0
 
 
-def _limit_options(p, visibility_help):
-    p.add_argument("--visibility", choices=VISIBILITY, default="visible", help=visibility_help)
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds per submission (default 60)")
-    p.add_argument("--memory-mib", type=int, default=4096, help="address-space limit per submission")
-
-
 def main(argv=None):
     """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope")
     p.add_argument("command", choices=["run"])
     p.add_argument("exercise", choices=exercises.names())
-    _limit_options(p, "each hidden test's visibility")
+    options.add(p, *defaults.GRADESCOPE)
     args = p.parse_args(argv)
     root = Path(os.environ.get(ROOT_ENV) or "/autograder")
     start = time.monotonic()
-    result = run(root, args.exercise, args.visibility,
+    result = grade_upload(root, args.exercise, args.visibility,
                  sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
     # For the instructor only (Gradescope keeps stdout from learners by default).
     print(f"{result.score:g}/{result.max_score:g} {result.status} "

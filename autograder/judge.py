@@ -1,7 +1,7 @@
 """Step 3 of grading: judge what the learner's process replied, with the hidden tests.
 
 :func:`verdict` reads the reply (observations, cell errors, a missing function)
-and gives the checks, the overall words and the status; :func:`check` is one
+and gives the checks, the overall words and the status; :func:`check_result` is one
 hidden test on observations, what ``nbgrader autograde``'s kernels run per cell
 (:mod:`autograder.nbgrader_bridge`).
 
@@ -30,7 +30,7 @@ def hidden_tests(exercise):
     return exercises.get(exercise).tests()
 
 
-def run_test(exercise, name, obs, seed):
+def failure(exercise, name, obs, seed):
     """Run one hidden test; return None if it passed, else the learner's message."""
     test = getattr(hidden_module(exercise), name)
     fixtures = {"obs": obs, "seed": seed}
@@ -44,7 +44,7 @@ def run_test(exercise, name, obs, seed):
     return None
 
 
-def check(exercise, name, obs, seed):
+def check_result(exercise, name, obs, seed):
     """Hidden test ``name`` of ``exercise`` on ``obs``: its :class:`CheckResult`.
 
     The one verdict both graders give: the command line and the service
@@ -55,7 +55,7 @@ def check(exercise, name, obs, seed):
     if "missing" in obs:  # the probe found no function to test
         message = f"`{obs['missing']}` is not defined"
     else:
-        message = run_test(exercise, name, obs, seed)
+        message = failure(exercise, name, obs, seed)
         if message is not None and isinstance(obs.get("stopped"), dict):
             message = said_once(exercise, name, obs, seed, message)
     if message is None:
@@ -70,7 +70,7 @@ def said_once(exercise, name, obs, seed, message):
     those says only that it did not run. Decided from ``obs`` alone, so each graded
     cell of ``nbgrader autograde`` says the same as the course grader."""
     failing = [(n, title) for n, title, _ in hidden_tests(exercise)
-               if run_test(exercise, n, obs, seed) is not None]
+               if failure(exercise, n, obs, seed) is not None]
     (lead, lead_title), others = failing[0], [title for _, title in failing[1:]]
     where = where_text(obs["stopped"].get("where"))
     if name != lead:
@@ -82,7 +82,7 @@ def said_once(exercise, name, obs, seed, message):
 
 def checks(exercise, obs, seed):
     """Every hidden test of ``exercise`` on ``obs``, in order: ``[CheckResult]``."""
-    return [check(exercise, name, obs, seed) for name, _, _ in hidden_tests(exercise)]
+    return [check_result(exercise, name, obs, seed) for name, _, _ in hidden_tests(exercise)]
 
 
 NOT_RUN = "Not run."

@@ -5,7 +5,7 @@ as ``__import__("autograder.nbgrader_bridge").nbgrader_bridge.check(exercise,
 test)``: that binds no name in the learner's namespace (an ``import``
 statement would bind ``check`` or ``autograder`` over a learner's own). It
 runs the same probe and the same hidden test as ``python -m autograder``
-(the exercise's probe, then :func:`autograder.judge.check`), so both graders
+(the exercise's probe, then :func:`autograder.judge.check_result`), so both graders
 agree on every test.
 
 nbgrader scores a graded cell 0 when any stderr output reaches it
@@ -72,7 +72,7 @@ def check(exercise, test_name, ns=None):
     from autograder import judge
 
     ns = ns if ns is not None else sys._getframe(1).f_globals
-    result = judge.check(exercise, test_name, observations(exercise, ns), SEED)
+    result = judge.check_result(exercise, test_name, observations(exercise, ns), SEED)
     if result.status != "passed":
         return _failed(result.title, result.output)
     print(result.output)

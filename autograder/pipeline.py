@@ -1,13 +1,13 @@
 """One grading run for every front door: prepare -> load -> digest -> skip if
 unchanged -> run -> judge -> (fault) -> report.
 
-A front door gives :func:`run` a *source*, where hand-ins come from, and a
+A front door gives :func:`grade_all` a *source*, where hand-ins come from, and a
 *sink*, where results go:
 
 - the command line (:mod:`autograder.__main__`): :class:`autograder.files.Files`
   (paths and an exercise, or an nbgrader tree) into
   :class:`autograder.files.ResultsFolder` (``<name>/results.json``, ``summary.csv``);
-- the grading service's threads (:mod:`autograder.service.grader`): one stored
+- the grading service's threads (:mod:`autograder.service.grading`): one stored
   row into the store;
 - Gradescope's ``run_autograder`` (:mod:`autograder.gradescope`): an upload,
   with its one-file rule, into ``results/results.json``.
@@ -24,7 +24,7 @@ A grader fault (any exception while grading) still gives the learner a result
 (status ``error``, plain words) and keeps the traceback for the instructor in
 :attr:`~autograder.results.GradingResult.fault`; the sink decides where an
 instructor reads it. ``nbgrader autograde``'s kernels judge through
-:func:`autograder.judge.check` (:mod:`autograder.nbgrader_bridge`).
+:func:`autograder.judge.check_result` (:mod:`autograder.nbgrader_bridge`).
 """
 import functools
 import hashlib
@@ -114,7 +114,7 @@ class Held:
         pass
 
 
-def run(source, sink, limits, slots=(0,), force=False, progress=None):
+def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
     """Grade every submission of ``source`` into ``sink``; the number the sink refused.
 
     ``limits`` is a :class:`~autograder.sandbox.Limits`; ``slots`` the sandbox
@@ -170,7 +170,7 @@ def run(source, sink, limits, slots=(0,), force=False, progress=None):
 
 def grade(sub, limits, slot, hex_digest, hide=()):
     """Run and judge one loaded submission: its :class:`GradingResult`, ``seconds``
-    the wall time of both. Raises only on a grader fault (see :func:`run`)."""
+    the wall time of both. Raises only on a grader fault (see :func:`grade_all`)."""
     start = time.monotonic()
     outcome = None
     if not sub.unreadable and sub.attempted:

@@ -85,19 +85,120 @@ def test_the_defaults_command_prints_one_value_per_name():
     assert bad.returncode == 2 and "unknown: NO_SUCH" in bad.stderr
 
 
-def test_the_service_options_default_to_defaults_py(monkeypatch):
+def _without_course_environment(monkeypatch):
+    for name in list(os.environ):
+        if name in defaults.ENVIRONMENT or name.startswith("GRADER_") or name in ("HOST", "PORT"):
+            monkeypatch.delenv(name)
+
+
+def _parsers():
+    """``{program: (parse(argv) -> options, its settings)}`` for every program that takes
+    settings, parsed as each does."""
+    import argparse
+
+    from autograder import __main__ as cli, gradescope
+    from autograder.service import __main__ as service, config
+
+    def worker(argv):
+        p = config.parser("worker", "")
+        config.add_grading_options(p)
+        return p.parse_args(argv)
+
+    def gradescope_run(argv):
+        real = argparse.ArgumentParser.parse_args
+        caught = {}
+
+        def keep(self, args=None, namespace=None):
+            caught["args"] = real(self, args, namespace)
+            raise SystemExit(0)
+        argparse.ArgumentParser.parse_args = keep
+        try:
+            gradescope.main(["run", "update_with_donate", *argv])
+        except SystemExit:
+            pass
+        finally:
+            argparse.ArgumentParser.parse_args = real
+        return caught["args"]
+
+    return {"service": (service.parse, defaults.SERVICE),
+            "worker": (worker, defaults.WORKER),
+            "cli": (lambda argv: cli.parse(["x.ipynb", "--out", "o", *argv]), defaults.CLI),
+            "gradescope": (gradescope_run, defaults.GRADESCOPE)}
+
+
+def test_every_program_takes_its_settings_from_the_table(monkeypatch):
+    """Each program's options are its rows of defaults.SETTINGS: the flag, the default
+    parsed as the command line would be, and the environment's value when one is set."""
+    _without_course_environment(monkeypatch)
+    for program, (parse, names) in _parsers().items():
+        args = parse([])
+        for name in names:
+            row = defaults.BY_NAME[name]
+            expected = row.parse(row.default) if isinstance(row.default, str) else row.default
+            if name == "GRADER_ORIGINS":
+                continue  # made from the host and PORT when not given: below
+            assert getattr(args, row.dest) == expected, (program, name)
+    monkeypatch.setenv("GRADER_PORT", "9801")
+    monkeypatch.setenv("GRADER_TIMEOUT", "7.5")
+    monkeypatch.setenv("HOST", "127.0.0.2")  # GRADER_HOST's second variable
+    args = _parsers()["service"][0]([])
+    assert (args.port, args.timeout, args.host) == (9801, 7.5, "127.0.0.2")
+    assert args.origins.startswith(f"http://127.0.0.2:{defaults.PORT},")
+    assert _parsers()["cli"][0]([]).timeout == defaults.CLI_TIMEOUT_S  # no variable of its own
+
+
+def test_a_bad_setting_from_the_environment_is_named_against_its_option(monkeypatch, capsys):
     from autograder.service.__main__ import parse
 
-    for name in list(os.environ):
-        if name in defaults.ENVIRONMENT or name.startswith("GRADER_"):
-            monkeypatch.delenv(name)
-    args = parse([])
-    assert (args.host, args.port) == (defaults.HOST, defaults.GRADER_PORT)
-    assert (args.max_bytes, args.timeout, args.memory_mib, args.lease) == (
-        defaults.MAX_BYTES, defaults.SERVICE_TIMEOUT_S, defaults.MEMORY_MIB, defaults.LEASE_S)
-    assert args.rate == (defaults.RATE_COUNT, defaults.RATE_SECONDS)
-    monkeypatch.setenv("GRADER_PORT", "9801")
-    assert parse([]).port == 9801
+    _without_course_environment(monkeypatch)
+    monkeypatch.setenv("GRADER_RATE", "ten")
+    try:
+        parse([])
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "argument --rate: must look like 10/60" in capsys.readouterr().err
+
+
+def test_no_program_writes_an_option_default_of_its_own():
+    """Only autograder/options.py gives an option (``--name``) a default or a type: every
+    other is a flag without a value of its own (``--force``), a path or an exercise name;
+    positional arguments (an instructor command's hours) are what the command is about."""
+    import ast
+
+    found = []
+    for path in (REPO / "autograder").rglob("*.py"):
+        if path.name == "options.py" or "samples" in path.parts:  # learners' answers
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
+                    and isinstance(node.args[0], ast.Constant) and node.args[0].value.startswith("-")
+                    and any(k.arg in ("default", "type") for k in node.keywords)):
+                found.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not found, "options with defaults outside the table: " + ", ".join(found)
+    text = "\n".join(p.read_text() for p in (REPO / "autograder").rglob("*.py")
+                     if p.name != "defaults.py" and "samples" not in p.parts)
+    for value in (f"{defaults.MEMORY_MIB}", f"{defaults.CLI_TIMEOUT_S:g} s", f"={defaults.CLI_TIMEOUT_S}"):
+        assert value not in text, value
+
+
+def test_the_settings_table_of_service_md_is_made_from_the_table():
+    page = (REPO / "autograder" / "SERVICE.md").read_text()
+    assert defaults.settings_table(defaults.SERVICE) in page, (
+        "autograder/SERVICE.md's settings table differs from defaults.SETTINGS: paste "
+        "`python -m autograder.defaults --service-table` in its place")
+
+
+def test_each_setting_is_declared_once():
+    names = [s.name for s in defaults.SETTINGS]
+    assert len(names) == len(set(names))
+    for program in (defaults.SERVICE, defaults.WORKER, defaults.CLI, defaults.GRADESCOPE):
+        flags = [defaults.BY_NAME[n].flag for n in program]
+        assert len(flags) == len(set(flags)) and all(flags), program
+    variables = [v for s in defaults.SETTINGS for v in s.env[:1]]
+    assert len(variables) == len(set(variables))
+    assert {s.shown for s in defaults.SETTINGS if s.shown} == {
+        "max_bytes", "rate", "max_per_learner", "max_per_client", "max_queue", "timeout_s",
+        "memory_mib"}
 
 
 LEARNER_IDS = ["ada", "a.b@c-d_e", "A" * 64, "A" * 65, "-ada", ".ada", "", "ada lovelace", "ädä",

@@ -1,6 +1,6 @@
 """The README's layout table matches the tree: every path it names exists, and every
 folder of the repository and every module or package of the grader is named in it,
-so "where does X live?" has an answer a reader can trust (issue 12)."""
+so "where does X live?" has an answer a reader can trust."""
 from __future__ import annotations
 
 import glob

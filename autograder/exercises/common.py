@@ -18,7 +18,7 @@ def encode_array(value):
     """Return ``value`` as ``.npy`` bytes in base64, or None.
 
     None for a deleted or non-array value and for one with more than
-    :data:`MAX_ELEMENTS` elements (the probe's ``describe`` still records its
+    :data:`MAX_ELEMENTS` elements (the probe's ``facts_of`` still records its
     shape, so feedback can say what came back).
     """
     if getattr(value, "size", 0) > MAX_ELEMENTS:
@@ -82,7 +82,7 @@ def _where_key(where):
     return None if where is None else tuple(sorted(where.items()))
 
 
-def describe(value):
+def facts_of(value):
     """Type, shape and dtype of a returned value, as strings (never raises)."""
     import jax
 

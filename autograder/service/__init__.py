@@ -4,7 +4,7 @@
 
 - :mod:`~autograder.service.store`: the SQLite database of submissions and
   results (every submission is committed before it is acknowledged);
-- :mod:`~autograder.service.grader`: grading threads that grade queued
+- :mod:`~autograder.service.grading`: grading threads that grade queued
   submissions with :mod:`autograder.pipeline` (the learner's code sandboxed) and
   store each typed result (:meth:`autograder.results.GradingResult.to_record`);
 - :mod:`~autograder.service.gradebook`: mirrors results into nbgrader's

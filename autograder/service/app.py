@@ -24,7 +24,7 @@ import json
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
@@ -33,8 +33,8 @@ from autograder import defaults
 from autograder.exercises import names as exercise_names
 from autograder.service import classroom, recorded
 from autograder.service.lateness import Lateness
-from autograder.service.handler import Base, Refused, describe, echo, log
-from autograder.service.store import Caps, Refusal, process_name, storage_problem
+from autograder.service.handler import Base, Refused, echo, log, submission_view
+from autograder.service.store import CapReached, Caps, process_name, storage_problem
 
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -48,17 +48,18 @@ POINTS_CHECK_S = 5.0  # how often the health check compares the gradebook's poin
 
 @dataclass
 class Settings:
-    """What the API enforces; see ``python -m autograder.service --help``."""
+    """What the API enforces, made from its options (``python -m autograder.service --help``,
+    :func:`autograder.service.__main__.settings_of`)."""
 
-    max_bytes: int = defaults.MAX_BYTES
-    caps: Caps = field(default_factory=Caps)
-    origins: tuple = field(default_factory=tuple)
-    timeout: float = defaults.SERVICE_TIMEOUT_S  # the workers' per-submission limit (s), for wait estimates
-    memory_mib: int = defaults.MEMORY_MIB  # the workers' address-space limit per submission
-    address: str = ""  # where this service listens, http://host:port (GET /api/config)
+    max_bytes: int  # largest request body, bytes
+    caps: Caps
+    timeout: float  # the workers' per-submission limit (s), for wait estimates
+    address: str  # where this service listens, http://host:port (GET /api/config)
+    recorded: str  # which graded submission is a grade (recorded.py)
+    limits: dict  # the settings GET /api/config shows (autograder.options.shown)
+    origins: tuple = ()
     identity: object = None  # None: the learner is who the request says (make serve)
     prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
-    recorded: str = defaults.RECORDED  # which graded submission is a grade (recorded.py)
 
     @property
     def exercises(self):
@@ -211,8 +212,8 @@ class SubmissionsHandler(Base):
         try:
             sub_id, replaced, ahead = await self.db(
                 self.store.admit, learner, exercise, data, self.client_of(), s.caps)
-        except Refusal as refusal:
-            raise await self.refusal(refusal, learner)
+        except CapReached as cap:
+            raise await self.refused_by(cap, learner)
         if self.grading:
             self.grading.notify()
         wait = await self.wait_estimate(ahead + 1)
@@ -229,8 +230,8 @@ class SubmissionsHandler(Base):
                         "due": late.due.isoformat() if late.due else None,
                         "late": deadlines.words(late)})
 
-    async def refusal(self, r, learner):
-        """The :class:`Refused` for a queue cap, with an honest wait."""
+    async def refused_by(self, r, learner):
+        """The :class:`Refused` for a :class:`CapReached`, with an honest wait."""
         caps = self.settings_.caps
         if r.kind == "rate":
             wait = max(1, int(r.oldest + caps.rate_seconds - time.time() + 1))
@@ -320,7 +321,7 @@ class SubmissionHandler(Base):
 
     async def get(self, sub_id):
         row = await self.row(sub_id)
-        data = describe(row)
+        data = submission_view(row)
         if row["status"] == "queued":
             data["estimated_wait_seconds"] = await self.wait_estimate(row["queue_position"])
         self.send(200, data)
@@ -401,11 +402,7 @@ class Config(Base):
         self.send(200, {
             "address": s.address, "prefix": s.prefix, "auth": "hub" if s.identity else "none",
             "exercises": list(s.exercises), "learner_pattern": defaults.LEARNER_PATTERN,
-            "origins": list(s.origins),
-            "limits": {"max_bytes": s.max_bytes, "timeout_s": s.timeout, "memory_mib": s.memory_mib,
-                       "rate": {"count": s.caps.rate_count, "seconds": s.caps.rate_seconds},
-                       "max_per_learner": s.caps.per_learner, "max_per_client": s.caps.per_client,
-                       "max_queue": s.caps.max_queue}})
+            "origins": list(s.origins), "limits": s.limits})
 
 
 class NotFound(Base):

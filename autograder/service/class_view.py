@@ -5,12 +5,12 @@ per check: pass rate). Stored results are read back by :func:`autograder.results
 from collections import Counter
 
 from autograder import results
-from autograder.service.handler import Refused, describe
+from autograder.service.handler import Refused, submission_view
 from autograder.service.recorded import late_by, recorded, score
 
 
 def listing(store, person, learner=None):
-    """``{"learner", "submissions": [describe(row), ...]}``, newest first."""
+    """``{"learner", "submissions": [submission_view(row), ...]}``, newest first."""
     learner = learner or person.name
     if learner != person.name and not person.instructor:
         raise Refused(403, "not_yours", "you can list your own submissions only")
@@ -19,7 +19,7 @@ def listing(store, person, learner=None):
 
 
 def _public(row):
-    return describe(dict(row, queue_position=None, started_at=row["started_at"] or 0,
+    return submission_view(dict(row, queue_position=None, started_at=row["started_at"] or 0,
                          finished_at=row["finished_at"] or 0))
 
 

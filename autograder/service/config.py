@@ -14,50 +14,22 @@ from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults
+from autograder import defaults, options
 
-REPO = Path(__file__).resolve().parents[2]
 log = logging.getLogger("autograder.service")
 
 
-def env(name, default):
-    return os.environ.get(name, default)
-
-
 def parser(prog, description):
-    """An argument parser with the options every process of the service takes."""
+    """An argument parser with the options every process of the service takes
+    (:data:`~autograder.defaults.STORE`)."""
     p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("--db", default=env("GRADER_DB", str(REPO / "grading.db")),
-                   help="GRADER_DB: the database: a SQLite path (default ./grading.db) or "
-                        "postgresql://user:password@host/dbname (shared by every process; "
-                        "nbgrader's gradebook lives there too)")
-    p.add_argument("--course", default=env("GRADER_COURSE", str(REPO / "exercises")),
-                   help="GRADER_COURSE: nbgrader course folder (its gradebook.db with SQLite, "
-                        "and submitted/)")
-    p.add_argument("--recorded", choices=defaults.RECORDED_RULES, default=defaults.setting("GRADER_RECORDED"),
-                   help=f"GRADER_RECORDED: which graded submission is a learner's grade, in the "
-                        f"gradebook, the CSV and the class view: best or latest "
-                        f"(default {defaults.RECORDED})")
+    options.add(p, *defaults.STORE)
     return p
 
 
-def add_grading_options(p, jobs_default):
-    p.add_argument("--jobs", type=int, default=int(env("GRADER_JOBS", str(jobs_default))),
-                   help="GRADER_JOBS: submissions graded in parallel by this process")
-    p.add_argument("--slot-base", type=int, default=int(defaults.setting("GRADER_SLOT_BASE")),
-                   help=f"GRADER_SLOT_BASE: first sandbox slot (uid 61000+slot when root); "
-                        f"keep it apart from other graders on the machine "
-                        f"(default {defaults.SLOT_BASE})")
-    p.add_argument("--timeout", type=float, default=float(defaults.setting("GRADER_TIMEOUT")),
-                   help=f"GRADER_TIMEOUT: seconds per submission in the sandbox "
-                        f"(default {defaults.SERVICE_TIMEOUT_S:g})")
-    p.add_argument("--memory-mib", type=int, default=int(defaults.setting("GRADER_MEMORY_MIB")),
-                   help=f"GRADER_MEMORY_MIB: address-space limit per submission, in MiB "
-                        f"(default {defaults.MEMORY_MIB})")
-    p.add_argument("--lease", type=float, default=float(defaults.setting("GRADER_LEASE")),
-                   help=f"GRADER_LEASE: seconds a claimed submission stays with its worker "
-                        f"without renewal (renewed every third); after that another worker "
-                        f"grades it (default {defaults.LEASE_S:g})")
+def add_grading_options(p):
+    """The options of a process that grades (:data:`~autograder.defaults.WORKER`'s rest)."""
+    options.add(p, *(n for n in defaults.WORKER if n not in defaults.STORE))
 
 
 def setup_logging():
@@ -91,7 +63,7 @@ def mirror_of(args):
 def open_store(args, stopping=None):
     """``(Store, Mirror)`` for ``args.db``; waits (with backoff) while the database is away."""
     venv_tools_on_path()
-    from autograder.service.grader import Backoff
+    from autograder.service.grading import Backoff
     from autograder.service.store import Store, database_url, storage_problem
     url = database_url(args.db)
     mirror = mirror_of(args)
@@ -109,9 +81,9 @@ def open_store(args, stopping=None):
 
 def start_grading(args, store, mirror):
     """Prepare the sandbox and start ``args.jobs`` grading threads; the
-    :class:`~autograder.service.grader.GradingThreads`."""
+    :class:`~autograder.service.grading.GradingThreads`."""
     from autograder import exercises, pipeline, sandbox
-    from autograder.service.grader import GradingThreads
+    from autograder.service.grading import GradingThreads
     # One zygote for the process's lifetime, with every exercise's imports loaded.
     pipeline.prepare(exercises.names())
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)

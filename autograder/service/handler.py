@@ -1,6 +1,6 @@
 """What every route of the grading service starts from: :class:`Base` (sign-in under
 the hub, JSON answers, errors in plain words, the database thread pool),
-:class:`Refused` (a refusal a client reads) and :func:`describe` (the public
+:class:`Refused` (a refusal a client reads) and :func:`submission_view` (the public
 view of one stored submission, read back by :func:`autograder.results.stored`).
 """
 import asyncio
@@ -48,7 +48,7 @@ class Base(tornado.web.RequestHandler):
 
     @property
     def grading(self):
-        """This process's :class:`~autograder.service.grader.GradingThreads` (None: API only)."""
+        """This process's :class:`~autograder.service.grading.GradingThreads` (None: API only)."""
         return self.application.settings["grading"]
 
     @property
@@ -129,7 +129,7 @@ def echo(value):
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(text)} characters)"
 
 
-def describe(row):
+def submission_view(row):
     """The public view of one submission (only its holder knows the id)."""
     done = row["status"] in ("done", "regraded") and row["result"] is not None
     data = {"id": row["id"], "exercise": row["exercise"], "learner": row["learner"],

@@ -91,8 +91,8 @@ class Deadlines:
 
     def policy_words(self):
         """What lateness costs under the course's policy, in words for learners."""
-        if hasattr(self.policy, "describe"):
-            return self.policy.describe()
+        if hasattr(self.policy, "in_words"):
+            return self.policy.in_words()
         return f"late penalty: {self.policy.penalty_method}"  # nbgrader's own plugin
 
     def words(self, lateness):

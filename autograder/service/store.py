@@ -150,7 +150,7 @@ def make_engine(url):
                          connect_args={"connect_timeout": 5})
 
 
-class Refusal(Exception):
+class CapReached(Exception):
     """A submission the queue will not take; ``kind`` is ``rate``, ``learner``,
     ``client`` or ``queue``; ``count`` is what was counted against the limit and
     ``oldest`` the time of the oldest counted submission (for ``rate``)."""
@@ -193,7 +193,7 @@ class Store:
             _migrate(conn)
             metadata.create_all(conn)
 
-    def describe(self):
+    def where(self):
         """The database, for logs (no password)."""
         return self.url.render_as_string(hide_password=True)
 
@@ -208,7 +208,7 @@ class Store:
         learner's still-queued submission for ``exercise`` (replaced by this
         one), then waiting submissions per learner, per client and in all.
         ``ahead`` counts queued submissions before this one. Raises
-        :class:`Refusal` (nothing written) when a cap is reached.
+        :class:`CapReached` (nothing written) when a cap is reached.
         """
         s = submissions.c
         now = time.time() if now is None else now
@@ -222,7 +222,7 @@ class Store:
                     select(func.count(), func.min(s.submitted_at)).where(
                         s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
                 if count >= caps.rate_count:
-                    raise Refusal("rate", count, caps.rate_count, oldest)
+                    raise CapReached("rate", count, caps.rate_count, oldest)
             replaced = conn.execute(
                 update(submissions).where(s.learner == learner, s.exercise == exercise,
                                           s.status == "queued")
@@ -235,7 +235,7 @@ class Store:
                     waiting = conn.execute(select(func.count()).select_from(submissions).where(
                         cond, s.status == "queued")).scalar()
                     if waiting >= limit:
-                        raise Refusal(kind, waiting, limit)  # rolls back the replacement too
+                        raise CapReached(kind, waiting, limit)  # rolls back the replacement too
             ahead = conn.execute(select(func.count()).select_from(submissions)
                                  .where(s.status == "queued")).scalar()
             conn.execute(submissions.insert().values(

@@ -2,12 +2,11 @@
 
 Stateless: it claims submissions from the database (``GRADER_DB``, the same
 as the API's), grades them in the sandbox and stores the results, renewing
-its lease meanwhile (see :mod:`autograder.service.grader`). Start any number,
+its lease meanwhile (see :mod:`autograder.service.grading`). Start any number,
 on any machine that reaches the database and has the course checkout with its
 ``.venv``; SIGTERM or Ctrl-C stops one (its unfinished grading is taken over
 once its lease runs out, or within seconds by a process on the same machine).
 """
-import os
 import signal
 import sys
 import threading
@@ -18,7 +17,7 @@ from autograder.service import config
 def main(argv=None):
     p = config.parser("python -m autograder.service.worker",
                       "A grading worker of the course's grading service.")
-    config.add_grading_options(p, os.cpu_count() or 1)
+    config.add_grading_options(p)
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be at least 1 for a worker")
@@ -29,7 +28,7 @@ def main(argv=None):
     store, mirror = config.open_store(args, stopping)
     grading = config.start_grading(args, store, mirror)
     config.log.info("grading worker %s: %d slot(s), db %s", grading.name, args.jobs,
-                    store.describe())
+                    store.where())
     while not stopping.wait(1.0):
         pass
     config.log.info("stopping; an unfinished grading is taken over when its lease ends")

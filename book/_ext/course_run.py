@@ -33,6 +33,7 @@ import json
 import posixpath
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -53,6 +54,7 @@ NO_LOCAL_SERVERS = "{}\n"
 def _load(name: str, path: Path):
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # before running it: its dataclasses look themselves up there
     spec.loader.exec_module(module)
     return module
 

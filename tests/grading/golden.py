@@ -8,9 +8,9 @@ break its one-file rule. Each is graded by
 
 - the command line (``python -m autograder``'s ``main``: every results.json,
   summary.csv, the progress lines and the exit status),
-- the grading service's grading thread (:func:`autograder.service.grader.grade_notebook`
+- the grading service's grading thread (:func:`autograder.service.grading.grade_notebook`
   on a stored row; the record the store keeps and the learner's reply made from it),
-- Gradescope's ``run_autograder`` entry (:func:`autograder.gradescope.run`: results.json).
+- Gradescope's ``run_autograder`` entry (:func:`autograder.gradescope.grade_upload`: results.json).
 
 The grader's own digest is fixed while capturing (it seeds the inputs); only
 what differs between two runs of the same code is normalised: wall times, the
@@ -146,8 +146,8 @@ def cli(group, subs, work):
 def service(group, subs, work):
     """The grading service's stored record and learner reply per submission."""
     from autograder import pipeline, sandbox
-    from autograder.service.app import describe
-    from autograder.service.grader import grade_notebook
+    from autograder.service.handler import submission_view
+    from autograder.service.grading import grade_notebook
 
     pipeline.prepare(exercises.names())
     seconds, memory = LIMITS[group]
@@ -162,7 +162,7 @@ def service(group, subs, work):
         row = {"id": "0" * 32, "exercise": exercise, "learner": learner, "status": "done",
                "submitted_at": 0.0, "started_at": 0.0, "finished_at": 0.0,
                "result": json.loads(stored)}
-        return name, {"stored": json.loads(stored), "reply": describe(row)}
+        return name, {"stored": json.loads(stored), "reply": submission_view(row)}
 
     items = sorted(subs.items())
     with ThreadPoolExecutor(2) as pool:

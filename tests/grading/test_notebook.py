@@ -59,6 +59,6 @@ def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
     failed_by_pytest = {line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
                         if line.startswith("FAILED")}
     failed_by_grader = {name for name, _, _ in judge.hidden_tests("update_with_donate")
-                        if judge.run_test("update_with_donate", name, obs, 7)}
+                        if judge.failure("update_with_donate", name, obs, 7)}
     assert failed_by_pytest == failed_by_grader
     assert bool(failed_by_grader) == (sample != "reference")

@@ -3,7 +3,7 @@ import json
 
 from autograder import gradescope, judge, load, pipeline, results, sandbox
 from autograder.results import CheckResult, GradingResult
-from autograder.service.app import describe
+from autograder.service.handler import submission_view
 from tests.grading.helpers import ASSIGNMENT, SAMPLES
 
 
@@ -67,7 +67,7 @@ def test_every_edge_uses_the_one_conversion(tmp_path):
     row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
            "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
            "result": json.loads(json.dumps(result.to_record()))}  # as the store keeps it
-    assert describe(row)["result"] == edge
+    assert submission_view(row)["result"] == edge
     cut = gradescope.for_gradescope(result, "after_published")
     assert cut == {**{k: v for k, v in result.to_gradescope("after_published").items()
                       if k in gradescope.RESULT_FIELDS}, "output_format": "text"}
@@ -100,7 +100,7 @@ def test_checks_carry_nbgrader_grade_ids():
 
 def test_a_check_on_observations_without_the_function_says_so():
     name = judge.hidden_tests(ASSIGNMENT)[0][0]
-    check = judge.check(ASSIGNMENT, name, {"missing": "update_with_donate"}, 1)
+    check = judge.check_result(ASSIGNMENT, name, {"missing": "update_with_donate"}, 1)
     assert (check.grade_id, check.score, check.status) == (name, 0, "failed")
     assert check.output == "`update_with_donate` is not defined"
 
@@ -152,7 +152,7 @@ class _Broken:
 
 def _faulted():
     held = pipeline.Held()
-    pipeline.run(_Broken(), held, sandbox.Limits())
+    pipeline.grade_all(_Broken(), held, sandbox.Limits())
     return held.results[0]
 
 
@@ -177,7 +177,7 @@ def test_a_grader_fault_shows_learners_no_traceback():
     row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
            "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
            "result": json.loads(json.dumps(result.to_record()))}
-    learner_reads = [json.dumps(describe(row)), json.dumps(result.to_gradescope())]
+    learner_reads = [json.dumps(submission_view(row)), json.dumps(result.to_gradescope())]
     cut = gradescope.for_gradescope(result, "visible")
     learner_reads += [json.dumps(t) for t in cut["tests"] if t["visibility"] != "hidden"]
     learner_reads.append(cut["output"])

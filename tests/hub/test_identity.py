@@ -1,6 +1,6 @@
 """Every grade belongs to who signed in: the grading service behind the hub
 takes the learner from JupyterHub, shows a learner only their own work, and
-shows instructors the class (issue 14)."""
+shows instructors the class."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The grading service under abuse and faults (issue 18), against the real service:
+"""The grading service under abuse and faults, against the real service:
 a store that cannot be written, bodies shaped to crash the decoder, one client
 filling the queue, one learner's hanging code, uploads that never finish."""
 import contextlib

@@ -156,6 +156,7 @@ def test_the_service_answers_its_own_address_and_limits(store_service):
     assert limits["rate"] == {"count": 5, "seconds": 3600}  # the options' --rate 5/3600
     assert (limits["timeout_s"], limits["memory_mib"]) == (defaults.SERVICE_TIMEOUT_S,
                                                            defaults.MEMORY_MIB)
+    assert set(limits) == {defaults.BY_NAME[n].shown for n in defaults.SERVICE} - {""}
     assert ASSIGNMENT in config["exercises"]
     assert len(config["origins"]) == len(set(config["origins"])), config["origins"]  # each once
     text = json.dumps(config)

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from autograder.service.store import Caps, Refusal, Store
+from autograder.service.store import CapReached, Caps, Store
 
 NB = b'{"cells": []}'
 
@@ -71,20 +71,20 @@ def test_caps_refuse_and_store_nothing(store):
     caps = Caps(rate_count=3, rate_seconds=60, per_learner=2, per_client=3, max_queue=5)
     add(store, "a1", caps=caps)
     add(store, "a1", "donation_report", caps=caps)
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(CapReached) as refused:
         add(store, "a1", "fix_training_loop", caps=caps)
     assert refused.value.kind == "learner" and store.waiting() == 2
     add(store, "b1", caps=caps)
-    with pytest.raises(Refusal) as refused:  # a fourth from the same address
+    with pytest.raises(CapReached) as refused:  # a fourth from the same address
         add(store, "c1", caps=caps)
     assert refused.value.kind == "client" and store.waiting() == 3
     add(store, "c1", client="10.0.0.2", caps=caps)
     add(store, "d1", client="10.0.0.3", caps=caps)
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(CapReached) as refused:
         add(store, "e1", client="10.0.0.4", caps=caps)
     assert refused.value.kind == "queue" and store.waiting() == 5
     add(store, "a1", caps=caps)  # replaces a1's queued one: the queue does not grow
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(CapReached) as refused:
         add(store, "a1", caps=caps)
     assert refused.value.kind == "rate" and refused.value.count == 3
 

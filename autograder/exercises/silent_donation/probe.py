@@ -16,7 +16,7 @@ argument reads ``donated=True`` there while nothing is aliased or deleted.
 """
 import numpy as np
 
-from autograder.exercises.common import describe, encode_array, error_text, quiet
+from autograder.exercises.common import encode_array, error_text, facts_of, quiet
 
 FUNCTIONS = ("train_step", "reset", "run", "apply_delta")
 LEARNING_RATE = 0.1
@@ -106,7 +106,7 @@ def _reset(fn, inputs):
         out = fn(acc)
         record["acc_deleted"] = bool(acc.is_deleted())
         record["result"] = encode_array(out)
-        record.update(describe(out))
+        record.update(facts_of(out))
 
     return _guard({"error": None}, body)
 
@@ -141,7 +141,7 @@ def _apply_delta(fn, inputs):
         delta, state = _device(inputs["delta"]), _device(inputs["apply_state"])
         out = fn(delta=delta, state=state) if keyword else fn(delta, state)
         return {"state_deleted": bool(state.is_deleted()), "delta_deleted": bool(delta.is_deleted()),
-                "result": encode_array(out), **describe(out)}
+                "result": encode_array(out), **facts_of(out)}
 
     def body(record):
         record["state_bytes"] = int(inputs["apply_state"].nbytes)

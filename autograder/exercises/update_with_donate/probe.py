@@ -11,7 +11,7 @@ import tempfile
 
 import numpy as np
 
-from autograder.exercises.common import (EventCounter, describe, encode_array, error_text,
+from autograder.exercises.common import (EventCounter, encode_array, error_text, facts_of,
                                          learner_line, quiet, stopped_by)
 
 FUNCTION = "update_with_donate"
@@ -45,7 +45,7 @@ def _call(fn, state, delta):
         with quiet() as caught:
             out = fn(state, delta)
             record["result"] = encode_array(out)
-            record.update(describe(out))
+            record.update(facts_of(out))
     except BaseException as exc:  # learner code may raise anything, even SystemExit
         record["error"], record["where"] = error_text(exc), learner_line(exc)
     record["warnings"] = caught

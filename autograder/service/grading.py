@@ -34,7 +34,7 @@ LEASE = 30.0  # seconds; renewed every LEASE / 3 while grading
 
 
 class StoredRow:
-    """A claimed row as :func:`autograder.pipeline.run`'s source: its stored notebook
+    """A claimed row as :func:`autograder.pipeline.grade_all`'s source: its stored notebook
     bytes, loaded as they are (no file is written). The service's zygote imports
     every exercise when it starts (:func:`autograder.service.config.start_grading`)."""
 
@@ -56,7 +56,7 @@ def grade_notebook(row, limits, slot):
     """The :class:`~autograder.results.GradingResult` for a claimed row (never raises:
     a grader fault gives an ``error`` result whose ``fault`` holds the traceback)."""
     held = pipeline.Held()
-    pipeline.run(StoredRow(row), held, limits, slots=[slot])
+    pipeline.grade_all(StoredRow(row), held, limits, slots=[slot])
     return held.results[0]
 
 
