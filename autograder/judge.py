@@ -44,33 +44,34 @@ def failure(exercise, name, obs, seed):
     return None
 
 
-def check_result(exercise, name, obs, seed):
+def check_result(exercise, name, obs, seed, failures=None):
     """Hidden test ``name`` of ``exercise`` on ``obs``: its :class:`CheckResult`.
 
     The one verdict both graders give: the command line and the service
     through :func:`checks`, ``nbgrader autograde`` through
-    :mod:`autograder.nbgrader_bridge`.
+    :mod:`autograder.nbgrader_bridge`. ``failures`` (``{test name: message or
+    None}`` of every hidden test on ``obs``) spares running them again.
     """
     test = getattr(hidden_module(exercise), name)
     if "missing" in obs:  # the probe found no function to test
         message = f"`{obs['missing']}` is not defined"
     else:
-        message = failure(exercise, name, obs, seed)
+        message = failures[name] if failures is not None else failure(exercise, name, obs, seed)
         if message is not None and isinstance(obs.get("stopped"), dict):
-            message = said_once(exercise, name, obs, seed, message)
+            message = said_once(exercise, name, obs, seed, message, failures)
     if message is None:
         return CheckResult(name, test.title, test.points, test.points, "passed",
                            f"Passed: {test.title}.")
     return CheckResult(name, test.title, 0, test.points, "failed", message)
 
 
-def said_once(exercise, name, obs, seed, message):
+def said_once(exercise, name, obs, seed, message, failures=None):
     """One cause stopped every call (the probe's ``obs["stopped"]``): the first failing
     check says it, with its line, and names the checks it kept from running; each of
     those says only that it did not run. Decided from ``obs`` alone, so each graded
     cell of ``nbgrader autograde`` says the same as the course grader."""
-    failing = [(n, title) for n, title, _ in hidden_tests(exercise)
-               if failure(exercise, n, obs, seed) is not None]
+    failures = failures if failures is not None else failures_of(exercise, obs, seed)
+    failing = [(n, title) for n, title, _ in hidden_tests(exercise) if failures[n] is not None]
     (lead, lead_title), others = failing[0], [title for _, title in failing[1:]]
     where = where_text(obs["stopped"].get("where"))
     if name != lead:
@@ -80,9 +81,17 @@ def said_once(exercise, name, obs, seed, message):
             + (f"\nNot run because of it: {'; '.join(others)}." if others else ""))
 
 
+def failures_of(exercise, obs, seed):
+    """``{test name: :func:`failure`}`` of every hidden test of ``exercise`` on ``obs``."""
+    return {name: failure(exercise, name, obs, seed) for name, _, _ in hidden_tests(exercise)}
+
+
 def checks(exercise, obs, seed):
-    """Every hidden test of ``exercise`` on ``obs``, in order: ``[CheckResult]``."""
-    return [check_result(exercise, name, obs, seed) for name, _, _ in hidden_tests(exercise)]
+    """Every hidden test of ``exercise`` on ``obs``, in order: ``[CheckResult]``; each
+    test runs once."""
+    failures = None if "missing" in obs else failures_of(exercise, obs, seed)
+    return [check_result(exercise, name, obs, seed, failures)
+            for name, _, _ in hidden_tests(exercise)]
 
 
 NOT_RUN = "Not run."

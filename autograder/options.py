@@ -36,10 +36,3 @@ def shown(args: argparse.Namespace, names) -> dict:
             answer[row.shown] = value._asdict() if isinstance(value, defaults.Rate) else value
     return answer
 
-
-def defaults_of(names) -> argparse.Namespace:
-    """The values settings ``names`` take with no flag given (the environment's, else the
-    rows' defaults), parsed as the programs parse them."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add(parser, *names)
-    return parser.parse_args([])

@@ -172,8 +172,8 @@ def service(group, subs, work):
 
 def gradescope(group, subs, work):
     """Gradescope's results.json per upload (and per broken upload, with the hostile group)."""
-    from autograder import gradescope as gs
     from autograder import sandbox
+    from autograder.gradescope import grade_upload
 
     seconds, memory = LIMITS[group]
     limits = sandbox.Limits(seconds=seconds, memory_mib=memory)
@@ -189,10 +189,10 @@ def gradescope(group, subs, work):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content if isinstance(content, bytes) else content.encode())
         (root / "submission").mkdir(parents=True, exist_ok=True)
-        gs.run(root, exercise, "visible", limits)
+        grade_upload(root, exercise, "visible", limits)
         return name, json.loads((root / "results" / "results.json").read_text())
 
-    with ThreadPoolExecutor(1) as pool:  # run() grades on slot 0, as Gradescope does
+    with ThreadPoolExecutor(1) as pool:  # grade_upload grades on slot 0, as Gradescope does
         done = dict(pool.map(one, sorted(uploads.items())))
     return normalise(_dump(_settle(done)), [work])
 
