@@ -7,7 +7,7 @@ import glob
 import re
 import subprocess
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 # files at the root that explain themselves (configuration of tools, lock files)
 SELF_EXPLAINING = {".gitignore", "package.json", "package-lock.json", "pytest.ini",

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox.uids import LEASES, lease_uid
-from tests.conftest import REPO, grader_cli, nbgrader_env
+from tests.course import REPO, grader_cli, nbgrader_env
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 

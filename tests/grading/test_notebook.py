@@ -10,7 +10,7 @@ from nbgrader.utils import compute_checksum, is_grade, is_locked, is_solution
 
 from autograder import judge, notebook
 from autograder.exercises.update_with_donate.probe import observe
-from tests.conftest import REPO
+from tests.course import REPO
 from tests.grading.helpers import SAMPLES
 
 

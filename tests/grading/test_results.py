@@ -131,7 +131,7 @@ def test_loading_bytes_matches_loading_the_file(tmp_path):
 
 def test_no_other_module_builds_gradescope_entries():
     """Gradescope's per-test and timing keys are written in results.py alone."""
-    from tests.conftest import REPO
+    from tests.course import REPO
 
     makers = sorted(str(p.relative_to(REPO)) for p in (REPO / "autograder").rglob("*.py")
                     if any(key in p.read_text() for key in ('"visibility":', '"execution_time":')))
