@@ -115,20 +115,6 @@ def test_judging_without_running_gives_a_typed_result():
     assert "KeyError" in fault.output
 
 
-def test_loading_bytes_matches_loading_the_file(tmp_path):
-    """The service grades its stored bytes as the command line grades the same file."""
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                     "source": "x = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    raw = (json.dumps(nb, indent=1) + "\n").encode()
-    (tmp_path / f"{ASSIGNMENT}.ipynb").write_bytes(raw)
-    from_file = load.read("ada", tmp_path / f"{ASSIGNMENT}.ipynb", None, ASSIGNMENT)
-    in_hand = load.from_bytes("ada", raw, ASSIGNMENT, f"{ASSIGNMENT}.ipynb")
-    assert (in_hand.cells, in_hand.sha256, in_hand.unreadable, in_hand.attempted) == \
-        (from_file.cells, from_file.sha256, from_file.unreadable, from_file.attempted)
-    assert load.from_bytes("ada", b"\xff", ASSIGNMENT, "a.ipynb").unreadable.startswith(
-        "notebook could not be read: it is not UTF-8")
-
-
 def test_no_other_module_builds_gradescope_entries():
     """Gradescope's per-test and timing keys are written in results.py alone."""
     from tests.course import REPO
