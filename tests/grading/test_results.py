@@ -92,19 +92,6 @@ def test_a_result_stored_before_typing_gets_grade_ids_from_titles():
     assert back.to_gradescope() == old.to_gradescope()
 
 
-def test_checks_carry_nbgrader_grade_ids():
-    checks = judge.not_run(ASSIGNMENT)
-    assert [(c.grade_id, c.title, c.max_score) for c in checks] == judge.hidden_tests(ASSIGNMENT)
-    assert all((c.score, c.status, c.output) == (0, "failed", judge.NOT_RUN) for c in checks)
-
-
-def test_a_check_on_observations_without_the_function_says_so():
-    name = judge.hidden_tests(ASSIGNMENT)[0][0]
-    check = judge.check(ASSIGNMENT, name, {"missing": "update_with_donate"}, 1)
-    assert (check.grade_id, check.score, check.status) == (name, 0, "failed")
-    assert check.output == "`update_with_donate` is not defined"
-
-
 def test_judging_without_running_gives_a_typed_result():
     sub = load.Submission(name="ada", path=None, exercise=ASSIGNMENT, attempted=False)
     result = pipeline.judged(sub, None, "ab" * 32, 0.5)
