@@ -1,10 +1,10 @@
 """Typed results, and Gradescope's format made in one place (in-process, no sandbox)."""
 import json
 
-from autograder import gradescope, judge, load, pipeline, results, sandbox
+from autograder import gradescope, judge, results
 from autograder.results import CheckResult, GradingResult
 from autograder.service.app import describe
-from tests.grading.helpers import ASSIGNMENT, SAMPLES
+from tests.grading.helpers import ASSIGNMENT
 
 
 def _result():
@@ -92,16 +92,6 @@ def test_a_result_stored_before_typing_gets_grade_ids_from_titles():
     assert back.to_gradescope() == old.to_gradescope()
 
 
-def test_judging_without_running_gives_a_typed_result():
-    sub = load.Submission(name="ada", path=None, exercise=ASSIGNMENT, attempted=False)
-    result = pipeline.judged(sub, None, "ab" * 32, 0.5)
-    assert (result.status, result.score, result.seconds) == ("not attempted", 0, 0.5)
-    assert result.max_score == sum(p for _, _, p in judge.hidden_tests(ASSIGNMENT))
-    fault = pipeline.fault(ASSIGNMENT, KeyError("x"), "cd")
-    assert (fault.status, fault.digest, fault.checks) == ("error", "cd", result.checks)
-    assert "KeyError" in fault.output
-
-
 def test_no_other_module_builds_gradescope_entries():
     """Gradescope's per-test and timing keys are written in results.py alone."""
     from tests.course import REPO
@@ -109,53 +99,6 @@ def test_no_other_module_builds_gradescope_entries():
     makers = sorted(str(p.relative_to(REPO)) for p in (REPO / "autograder").rglob("*.py")
                     if any(key in p.read_text() for key in ('"visibility":', '"execution_time":')))
     assert makers == ["autograder/results.py"]
-
-
-class _Broken:
-    """A source whose ``hide`` the grader cannot read: grading it is a grader fault."""
-
-    hide, private = None, None
-
-    def exercises(self):
-        return []
-
-    def submissions(self):
-        return [load.read("ada", SAMPLES / "reference.py", None, ASSIGNMENT)]
-
-
-def _faulted():
-    held = pipeline.Held()
-    pipeline.run(_Broken(), held, sandbox.Limits())
-    return held.results[0]
-
-
-def test_a_grader_fault_keeps_its_traceback_for_the_instructor(tmp_path):
-    result = _faulted()
-    assert (result.status, result.score) == ("error", 0)
-    assert result.fault.startswith("Traceback (most recent call last):")
-    assert "TypeError" in result.fault and "pipeline.py" in result.fault
-    assert results.stored(json.loads(json.dumps(result.to_record())), ASSIGNMENT) == result
-    folder = json.loads(results.write_results(tmp_path, "ada", result).read_text())
-    assert folder["extra_data"]["fault"] == result.fault
-    cut = gradescope.for_gradescope(result, "visible")
-    assert cut["extra_data"]["fault"] == result.fault
-    (instructors,) = [t for t in cut["tests"] if t["visibility"] == "hidden"]
-    assert (instructors["output"], instructors["max_score"]) == (result.fault, 0)
-
-
-def test_a_grader_fault_shows_learners_no_traceback():
-    result = _faulted()
-    assert result.output == ("the grader failed on this submission (TypeError); "
-                             "please tell your instructor")
-    row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
-           "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
-           "result": json.loads(json.dumps(result.to_record()))}
-    learner_reads = [json.dumps(describe(row)), json.dumps(result.to_gradescope())]
-    cut = gradescope.for_gradescope(result, "visible")
-    learner_reads += [json.dumps(t) for t in cut["tests"] if t["visibility"] != "hidden"]
-    learner_reads.append(cut["output"])
-    for text in learner_reads:
-        assert "Traceback" not in text and "pipeline.py" not in text
 
 
 def test_a_result_without_a_fault_is_stored_as_before():
