@@ -5,12 +5,16 @@ observations come from the probe run in this process on a sample answer, as in
 tests/grading/test_notebook.py."""
 import functools
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from autograder import judge, load
+from autograder import exercises, judge, load
 from autograder.exercises.update_with_donate.probe import observe
 from autograder.sandbox import Outcome
+from tests.course import REPO
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, STOPPED
 
 SEED = 7
@@ -84,6 +88,24 @@ def test_one_error_that_stopped_every_call_is_said_once():
             "(line 9 of your cell: `return state.sum()`).")
     assert judge.said_once(ASSIGNMENT, others[0][0], {"stopped": {}}, SEED, COULD_NOT) == \
         f"{STOPPED} the error reported under \"{lead_title}\"."  # no line known: none said
+
+
+@pytest.mark.parametrize("sample", ["reference", "wrong_arithmetic"])
+def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
+    """The hidden tests are real pytest tests (autograder/exercises/conftest.py): same
+    verdicts as the grader's runner."""
+    obs = observed(sample)
+    saved = tmp_path / "obs.json"
+    saved.write_text(json.dumps({"obs": obs, "seed": SEED}))
+    env = dict(os.environ, AUTOGRADER_OBSERVATIONS=str(saved), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(exercises.get(ASSIGNMENT).folder / "hidden" / "tests.py"), "-rA"],
+                          env=env, capture_output=True, text=True, cwd=tmp_path)
+    failed_by_pytest = {line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
+                        if line.startswith("FAILED")}
+    failed_by_grader = {name for name, _, _ in TESTS if judge.run_test(ASSIGNMENT, name, obs, SEED)}
+    assert failed_by_pytest == failed_by_grader
+    assert bool(failed_by_grader) == (sample != "reference")
 
 
 def test_checks_carry_nbgrader_grade_ids():
