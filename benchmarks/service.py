@@ -36,7 +36,8 @@ BIN = Path(sys.executable).parent
 sys.path.insert(0, str(REPO))
 from autograder.defaults import release_argv  # noqa: E402
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer  # noqa: E402
-from tests.service.conftest import free_port, read_rows  # noqa: E402
+from tests.processes import free_port  # noqa: E402
+from tests.service.running import read_rows  # noqa: E402
 from tests.service.postgres import Cluster  # noqa: E402
 
 EQUIVALENT = ["reference", "lambda_helper", "partial_decorator", "donate_argnames", "jnp_add",

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from autograder import defaults
-from tests.conftest import REPO
+from tests.course import REPO
 
 # Code, not prose: documentation (*.md) may say what a default is.
 CODE_SUFFIXES = {".py", ".js", ".yml", ".yaml", ".ini", ".toml", ".cfg", ".sh"}

@@ -1,13 +1,16 @@
 """The README's layout table matches the tree: every path it names exists, and every
 folder of the repository and every module or package of the grader is named in it,
-so "where does X live?" has an answer a reader can trust."""
+so "where does X live?" has an answer a reader can trust; and conftest files
+hold only pytest hooks and fixtures, what tests share besides living in modules named
+for what they hold, which nothing imports from a conftest."""
 from __future__ import annotations
 
+import ast
 import glob
 import re
 import subprocess
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 # files at the root that explain themselves (configuration of tools, lock files)
 SELF_EXPLAINING = {".gitignore", "package.json", "package-lock.json", "pytest.ini",
@@ -63,3 +66,77 @@ def test_every_folder_and_grader_module_is_in_the_layout():
                if f.startswith("autograder/") and f.split("/")[1] not in SELF_EXPLAINING}
     absent = sorted(w for w in wanted if not any(n == w or n.startswith(w + "/") for n in named))
     assert not absent, f"README's layout table does not say where these live: {absent}"
+
+
+def _is_fixture(decorator):
+    """``@pytest.fixture``, ``@pytest.fixture(...)``, ``@fixture`` or ``@fixture(...)``."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Attribute) and target.attr == "fixture"
+            or isinstance(target, ast.Name) and target.id == "fixture")
+
+
+def not_fixtures(source):
+    """The top-level definitions in a conftest's ``source`` that are neither a fixture nor
+    a pytest hook (``pytest_*``): every class, and every other function."""
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef):
+            found.append(f"class {node.name}")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not (
+                node.name.startswith("pytest_") or any(map(_is_fixture, node.decorator_list))):
+            found.append(f"def {node.name}")
+    return found
+
+
+def conftest_imports(source):
+    """The import statements in ``source`` that import from a conftest module
+    (``from tests.service.conftest import ...``, ``from .conftest import ...``,
+    ``from tests import conftest``, ``import tests.conftest``); none in a file that is
+    not Python (sample hand-ins with a syntax error on purpose)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if module.split(".")[-1] == "conftest" or any(a.name == "conftest" for a in node.names):
+                found.append(f"from {module} import {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if "conftest" in a.name.split(".")]
+    return found
+
+
+def test_conftest_files_hold_only_hooks_and_fixtures():
+    """A helper in a conftest is a library nobody can find by its name, and importing it
+    loads the conftest a second time as an ordinary module: helpers live in a module
+    named for what it holds (tests/course.py, tests/service/running.py, ...)."""
+    held = {path: not_fixtures((REPO / path).read_text(encoding="utf-8"))
+            for path in tracked() if path.endswith("conftest.py")}
+    assert any(p.startswith("tests/") for p in held), "found no conftest under tests/"
+    held = {p: found for p, found in held.items() if found}
+    assert not held, f"conftest files define what is neither a fixture nor a pytest hook: {held}"
+
+
+def test_nothing_imports_from_a_conftest():
+    """Tests, benchmarks and scripts import helpers from their modules, never from a
+    conftest (tests/tiers.py names fixtures by their conftest's module, but imports none)."""
+    imports = {path: conftest_imports((REPO / path).read_text(encoding="utf-8"))
+               for path in tracked() if path.endswith(".py")}
+    imports = {p: found for p, found in imports.items() if found}
+    assert not imports, f"these import from a conftest module: {imports}"
+
+
+def test_the_checks_see_helpers_and_imports():
+    """The two checks above find what they look for (so their green means something)."""
+    assert not_fixtures("import pytest\n\n@pytest.fixture(scope='session')\ndef a(): pass\n\n"
+                        "@pytest.fixture\ndef b(): pass\n\ndef pytest_addoption(parser): pass\n"
+                        "X = 1\n") == []
+    assert not_fixtures("def free_port(): pass\nclass Service: pass\n") == \
+        ["def free_port", "class Service"]
+    assert conftest_imports("from tests.service.conftest import http\nfrom .conftest import x\n"
+                            "from tests import conftest\nimport tests.conftest\n"
+                            "from tests.course import REPO\nimport conftest_like\n") == [
+        "from tests.service.conftest import http", "from .conftest import x",
+        "from tests import conftest", "import tests.conftest"]

@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 _spec = importlib.util.spec_from_file_location("mutation_checks", REPO / "scripts" / "mutation_checks.py")
 checks = importlib.util.module_from_spec(_spec)

@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 from tests import tiers
-from tests.conftest import REPO
+from tests.course import REPO
 
 
 @pytest.mark.parametrize("name", sorted(tiers.FIXTURES))

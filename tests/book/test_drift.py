@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 LAST = json.loads((REPO / "book" / "drift_report.json").read_text())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 import drift_compare  # noqa: E402  (scripts/drift_compare.py)

@@ -20,7 +20,7 @@ import pytest
 from urllib.parse import parse_qs, urlsplit
 
 from autograder import defaults
-from tests.conftest import BIN, REPO
+from tests.course import BIN, REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)

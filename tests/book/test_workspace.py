@@ -3,7 +3,7 @@ regenerated from the site, but a notebook the learner edited is kept."""
 import json
 import sys
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)

@@ -12,69 +12,18 @@ tests/browser/test_make_serve.py follows ``make serve`` itself on the default po
 
 from __future__ import annotations
 
-import os
 import re
-import socket
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
-from urllib.parse import parse_qs, urlparse, urlsplit
 
 import pytest
 
-from tests.book.sitebuild import REPO
-
-AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
-SCREENSHOTS = REPO / "_build" / "screenshots"
-WAIT_S = 600  # give-up time for servers to answer, not a timing assertion
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-class Servers:
-    """The running course: its printed addresses, the token, the learner workspace."""
-
-    def __init__(self, printed: dict[str, str]):
-        site = urlsplit(printed["course site"])
-        self.site = f"{site.scheme}://{site.netloc}/"
-        self.query = site.query  # token, learner, and the moved JupyterLab and grading service
-        self.token = parse_qs(site.query)["token"][0]
-        self.learner = parse_qs(site.query)["learner"][0]
-        lab = urlsplit(printed["learner JupyterLab"])
-        self.jupyter = f"{lab.scheme}://{lab.netloc}"
-        self.grader = printed["grading service"].split("/api/")[0]
-        self.workspace = REPO / "_build" / "workspace"
-
-    def url(self, rel: str) -> str:
-        """The site page ``rel`` with the printed site URL's query."""
-        return f"{self.site}{rel}?{self.query}"
-
-
-def serve_environment(**ports: int) -> dict:
-    """The environment make's serve recipe gives scripts/serve.py: the caller's, with the
-    venv on PATH and the ports (README: PORT=9000 make serve); no token, no PYTHONPATH."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("JUPYTER_TOKEN", "PYTHONPATH", "HOST", "PORT", "JUPYTER_PORT")
-           and not k.startswith("GRADER_")}
-    env.update({k: str(v) for k, v in ports.items()}, HOST="127.0.0.1",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    return env
+from tests.browser.pages import Watched
+from tests.browser.servers import Servers, WAIT_S, serve_environment
+from tests.course import REPO
+from tests.processes import free_port, stop_process
 
 
 @pytest.fixture(scope="package")
@@ -94,30 +43,7 @@ def servers(built_site):
         yield Servers(dict(re.findall(r"==> (course site|grading service|learner JupyterLab): (\S+)",
                                       "\n".join(lines))))
     finally:
-        stop(proc)
-
-
-class Watched:
-    """A page plus everything that went wrong on it: console errors, uncaught
-    exceptions, failed requests, HTTP errors, and any request off this machine."""
-
-    def __init__(self, page):
-        self.page = page
-        self.problems: list[str] = []
-        page.on("console", lambda m: self.problems.append(f"console {m.type}: {m.text} (at {m.location.get('url')})")
-                if m.type == "error" else None)
-        page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
-        page.on("requestfailed", lambda r: self.problems.append(f"failed request: {r.url} ({r.failure})"))
-        page.on("response", lambda r: self.problems.append(f"HTTP {r.status}: {r.url}")
-                if r.status >= 400 else None)
-        page.on("request", self._local_only)
-
-    def _local_only(self, request):
-        parsed = urlparse(request.url)
-        if parsed.scheme in ("data", "blob", "about"):
-            return
-        if parsed.hostname not in ("127.0.0.1", "localhost"):
-            self.problems.append(f"request off this machine: {request.url}")
+        stop_process(proc)
 
 
 @pytest.fixture
@@ -138,39 +64,3 @@ def open_page(browser):
     yield _open
     for context in contexts:
         context.close()
-
-
-def overwrite_on_conflict(lab) -> None:
-    """Answer JupyterLab's "File Changed" question with Overwrite, whenever it shows.
-
-    A save that finds the file newer on disk than JupyterLab last saw asks whether to
-    overwrite it or revert to it; on a loaded machine its own autosave's reply can still be
-    on its way when Ctrl+S saves again (seen once in make test). The editor holds what
-    the test typed, so a learner keeps it: Overwrite (Playwright's add_locator_handler
-    answers the dialog before any later action on the page)."""
-    conflict = lab.locator(".jp-Dialog", has_text="has changed on disk")
-    lab.add_locator_handler(conflict, lambda dialog: dialog.get_by_role(
-        "button", name="Overwrite").click())
-
-
-def screenshot(page, name: str) -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    if hasattr(page, "goto"):
-        page.screenshot(path=str(path), full_page=True)
-    else:  # a locator: just that element
-        page.screenshot(path=str(path))
-    return path
-
-
-def axe_violations(page) -> list[dict]:
-    """Serious and critical axe-core violations on ``page`` (axe injected from node_modules)."""
-    if not AXE.is_file():
-        pytest.fail(f"{AXE} is missing: run `npm ci` (make test does)")
-    page.add_script_tag(path=str(AXE))
-    result = page.evaluate("""async () => {
-        const r = await axe.run(document, {resultTypes: ['violations']});
-        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: ' + n.failureSummary)}));
-    }""")
-    return [v for v in result if v["impact"] in ("serious", "critical")]

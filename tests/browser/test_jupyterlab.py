@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from .conftest import Watched, overwrite_on_conflict, screenshot
+from tests.browser.pages import Watched, overwrite_on_conflict, screenshot
 
 WAIT_MS = 180_000  # give-up time for JupyterLab and kernels, not a timing assertion
 ANSWER = '''import jax

@@ -10,7 +10,7 @@ import pytest
 
 from tests.book.sitebuild import LESSONS
 
-from .conftest import screenshot
+from tests.browser.pages import screenshot
 from .test_pages import PAGES as ALL_PAGES
 
 LESSON_PAGES = [f"book/lessons/{name}" for name in LESSONS]

@@ -32,7 +32,7 @@ from autograder import defaults
 from tests.book.sitebuild import REPO
 from tests.grading.helpers import SAMPLES
 
-from .conftest import Watched, screenshot
+from tests.browser.pages import Watched, screenshot
 
 LOCK = "/tmp/course-default-ports.lock"
 DEFAULT_PORTS = (defaults.PORT, defaults.GRADER_PORT, defaults.JUPYTER_PORT)

@@ -16,7 +16,8 @@ import pytest
 
 from tests.book.sitebuild import REPO
 
-from .conftest import free_port, screenshot, stop
+from tests.browser.pages import screenshot
+from tests.processes import free_port, stop_process
 
 WAIT_MS = 180_000
 LESSON = "book/lessons/donate_argnums.html"
@@ -31,7 +32,7 @@ def other_site(built_site):
                              "--directory", str(built_site)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     yield f"http://127.0.0.1:{port}/"
-    stop(proc)
+    stop_process(proc)
 
 
 def _runner_message(open_page, url):

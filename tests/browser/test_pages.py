@@ -9,7 +9,7 @@ import pytest
 
 from tests.book.sitebuild import LESSONS
 
-from .conftest import axe_violations, screenshot
+from tests.browser.pages import axe_violations, screenshot
 
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
          "book/exercises/update_with_donate", "book/exercises/donation_report",

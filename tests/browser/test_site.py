@@ -9,7 +9,7 @@ import pytest
 
 from tests.book.sitebuild import LESSONS
 
-from .conftest import screenshot
+from tests.browser.pages import screenshot
 
 WAIT_MS = 180_000  # give-up time for kernels and JupyterLab, not a timing assertion
 

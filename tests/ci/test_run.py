@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"),
                                 reason="needs root and unshare(1) for a private mount namespace")

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograder import exercises
-from tests.conftest import release
+from tests.course import release
 from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -220,7 +220,7 @@ def capture(course, work, doors=DOORS):
 
 def released(work):
     """A released course in ``work`` (as tests.conftest.released_course makes it)."""
-    from tests.conftest import REPO
+    from tests.course import REPO
 
     course = Path(work) / "course"
     course.mkdir(parents=True)

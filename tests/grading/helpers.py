@@ -9,7 +9,7 @@ import shutil
 import subprocess
 
 from autograder import exercises
-from tests.conftest import BIN, REPO
+from tests.course import BIN, REPO
 
 ASSIGNMENT = "update_with_donate"
 

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from autograder.defaults import release_argv
-from tests.conftest import REPO, grader_cli, quiet
+from tests.course import REPO, grader_cli, quiet
 from tests.grading.helpers import SAMPLES, checkout, with_answer
 
 AGREEMENT = Path(__file__).resolve().parent / "agreement"

@@ -10,7 +10,7 @@ import pytest
 
 from autograder import checks_table, exercises
 from autograder.judge import hidden_tests
-from tests.conftest import REPO
+from tests.course import REPO
 from tests.grading.helpers import released_notebook
 
 NAMES = list(exercises.names())

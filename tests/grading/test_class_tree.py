@@ -8,7 +8,7 @@ import json
 import pytest
 
 from autograder import exercises
-from tests.conftest import grader_cli
+from tests.course import grader_cli
 from tests.grading.helpers import checkout, expected, released_notebook, samples_dir, with_answer
 
 # learner -> exercise -> sample answer handed in (cy answered one exercise only)

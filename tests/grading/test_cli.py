@@ -2,7 +2,7 @@
 no zygote socket folder behind."""
 import os
 
-from tests.conftest import grader_cli
+from tests.course import grader_cli
 from tests.grading.helpers import SAMPLES
 
 

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from autograder import exercises
-from tests.conftest import REPO
+from tests.course import REPO
 
 EXAMPLE = exercises.names()[0]
 

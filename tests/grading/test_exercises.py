@@ -17,10 +17,10 @@ from nbgrader.api import Gradebook
 
 from autograder import exercises
 from autograder.judge import hidden_tests
-from tests.conftest import REPO, nbgrader
+from tests.course import REPO, nbgrader
 from tests.grading.helpers import (STOPPED, assert_phrases, expected, released_notebook, samples_dir,
                                    submitted_tree)
-from tests.conftest import grader_cli
+from tests.course import grader_cli
 from tests.grading.test_samples import results
 
 NEW = exercises.names()[1:]  # the first exercise's samples: tests/grading/test_samples.py

@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 from autograder import exercises
 from autograder.judge import hidden_tests
 from autograder.load import instructor_cells
-from tests.conftest import REPO, grader_cli
+from tests.course import REPO, grader_cli
 from tests.grading.helpers import SAMPLES, expected, released_notebook, samples_dir, with_answer
 from tests.grading.hostile_builders import BUILDERS
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox.uids import LEASES, lease_uid
-from tests.conftest import REPO, grader_cli, nbgrader_env
+from tests.course import REPO, grader_cli, nbgrader_env
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -294,28 +294,6 @@ def test_forged_observations_are_not_believed(released_course, tmp_path, name):
     proc = grader_cli(tmp_path / f"{name}.ipynb", "--out", tmp_path / "out", *LIMITS, wait=False)
     proc.communicate(timeout=300)
     assert json.loads((tmp_path / "out" / name / "results.json").read_text())["score"] <= 6
-
-
-def test_nbgrader_tree_files_are_attributed_safely(tmp_path):
-    """Only submitted/<student>/<a>/<a>.ipynb is graded, under that student only."""
-    from autograder.load import find, read
-
-    root = tmp_path / "submitted"
-    own = root / "mallory" / "update_with_donate"
-    nested = own / "x" / "bob" / "update_with_donate"
-    nested.mkdir(parents=True)
-    for path in (own / "update_with_donate.ipynb", own / "update_with_donate-Copy1.ipynb",
-                 nested / "update_with_donate.ipynb"):
-        path.write_text("{}")
-    link = root / "eve" / "update_with_donate" / "update_with_donate.ipynb"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO / "exercises" / "source" / "update_with_donate" / "update_with_donate.ipynb")
-    found, skipped = find([root])
-    assert sorted(name for name, _, _ in found) == ["eve/update_with_donate",
-                                                    "mallory/update_with_donate"]
-    assert len(skipped) == 2
-    eve = read(*next(f for f in found if f[0] == "eve/update_with_donate"))
-    assert "symbolic link" in eve.unreadable
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="namespaces are made only when grading as root")

@@ -8,7 +8,7 @@ it until run time). Nothing is imported or run.
 import ast
 import re
 
-from tests.conftest import REPO
+from tests.course import REPO
 
 PACKAGE = "autograder"
 SANDBOX = "autograder.sandbox"

@@ -12,7 +12,7 @@ import pytest
 from autograder.judge import NOT_RUN, hidden_tests
 from autograder.load import MAX_FILE_BYTES
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.conftest import grader_cli
+from tests.course import grader_cli
 from tests.grading.test_samples import results
 
 
@@ -78,7 +78,7 @@ def test_a_file_too_large_even_for_outputs_says_to_clear_them(released_course, t
 
 
 def test_the_readme_states_the_size_limits():
-    from tests.conftest import REPO
+    from tests.course import REPO
 
     readme = (REPO / "README.md").read_text()
     assert "128 MiB" in readme and "20 MiB of code" in readme

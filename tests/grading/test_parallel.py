@@ -2,7 +2,7 @@
 learner processes do not leak state into each other."""
 import json
 
-from tests.conftest import grader_cli
+from tests.course import grader_cli
 from tests.grading.helpers import SAMPLES
 
 NAMES = ["reference", "jit_inside", "no_donation", "both_donated", "wrong_dtype",

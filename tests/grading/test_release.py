@@ -2,7 +2,7 @@
 import json
 
 from autograder.judge import hidden_tests
-from tests.conftest import REPO
+from tests.course import REPO
 from tests.grading.helpers import ASSIGNMENT, released_notebook
 
 SOURCE = REPO / "exercises" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"

@@ -1,10 +1,10 @@
 """Typed results, and Gradescope's format made in one place (in-process, no sandbox)."""
 import json
 
-from autograder import gradescope, judge, load, pipeline, results, sandbox
+from autograder import gradescope, judge, results
 from autograder.results import CheckResult, GradingResult
 from autograder.service.handler import submission_view
-from tests.grading.helpers import ASSIGNMENT, SAMPLES
+from tests.grading.helpers import ASSIGNMENT
 
 
 def _result():
@@ -92,97 +92,13 @@ def test_a_result_stored_before_typing_gets_grade_ids_from_titles():
     assert back.to_gradescope() == old.to_gradescope()
 
 
-def test_checks_carry_nbgrader_grade_ids():
-    checks = judge.not_run(ASSIGNMENT)
-    assert [(c.grade_id, c.title, c.max_score) for c in checks] == judge.hidden_tests(ASSIGNMENT)
-    assert all((c.score, c.status, c.output) == (0, "failed", judge.NOT_RUN) for c in checks)
-
-
-def test_a_check_on_observations_without_the_function_says_so():
-    name = judge.hidden_tests(ASSIGNMENT)[0][0]
-    check = judge.check_result(ASSIGNMENT, name, {"missing": "update_with_donate"}, 1)
-    assert (check.grade_id, check.score, check.status) == (name, 0, "failed")
-    assert check.output == "`update_with_donate` is not defined"
-
-
-def test_judging_without_running_gives_a_typed_result():
-    sub = load.Submission(name="ada", path=None, exercise=ASSIGNMENT, attempted=False)
-    result = pipeline.judged(sub, None, "ab" * 32, 0.5)
-    assert (result.status, result.score, result.seconds) == ("not attempted", 0, 0.5)
-    assert result.max_score == sum(p for _, _, p in judge.hidden_tests(ASSIGNMENT))
-    fault = pipeline.fault(ASSIGNMENT, KeyError("x"), "cd")
-    assert (fault.status, fault.digest, fault.checks) == ("error", "cd", result.checks)
-    assert "KeyError" in fault.output
-
-
-def test_loading_bytes_matches_loading_the_file(tmp_path):
-    """The service grades its stored bytes as the command line grades the same file."""
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-                     "source": "x = 1"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    raw = (json.dumps(nb, indent=1) + "\n").encode()
-    (tmp_path / f"{ASSIGNMENT}.ipynb").write_bytes(raw)
-    from_file = load.read("ada", tmp_path / f"{ASSIGNMENT}.ipynb", None, ASSIGNMENT)
-    in_hand = load.from_bytes("ada", raw, ASSIGNMENT, f"{ASSIGNMENT}.ipynb")
-    assert (in_hand.cells, in_hand.sha256, in_hand.unreadable, in_hand.attempted) == \
-        (from_file.cells, from_file.sha256, from_file.unreadable, from_file.attempted)
-    assert load.from_bytes("ada", b"\xff", ASSIGNMENT, "a.ipynb").unreadable.startswith(
-        "notebook could not be read: it is not UTF-8")
-
-
 def test_no_other_module_builds_gradescope_entries():
     """Gradescope's per-test and timing keys are written in results.py alone."""
-    from tests.conftest import REPO
+    from tests.course import REPO
 
     makers = sorted(str(p.relative_to(REPO)) for p in (REPO / "autograder").rglob("*.py")
                     if any(key in p.read_text() for key in ('"visibility":', '"execution_time":')))
     assert makers == ["autograder/results.py"]
-
-
-class _Broken:
-    """A source whose ``hide`` the grader cannot read: grading it is a grader fault."""
-
-    hide, private = None, None
-
-    def exercises(self):
-        return []
-
-    def submissions(self):
-        return [load.read("ada", SAMPLES / "reference.py", None, ASSIGNMENT)]
-
-
-def _faulted():
-    held = pipeline.Held()
-    pipeline.grade_all(_Broken(), held, sandbox.Limits())
-    return held.results[0]
-
-
-def test_a_grader_fault_keeps_its_traceback_for_the_instructor(tmp_path):
-    result = _faulted()
-    assert (result.status, result.score) == ("error", 0)
-    assert result.fault.startswith("Traceback (most recent call last):")
-    assert "TypeError" in result.fault and "pipeline.py" in result.fault
-    assert results.stored(json.loads(json.dumps(result.to_record())), ASSIGNMENT) == result
-    folder = json.loads(results.write_results(tmp_path, "ada", result).read_text())
-    assert folder["extra_data"]["fault"] == result.fault
-    cut = gradescope.for_gradescope(result, "visible")
-    assert cut["extra_data"]["fault"] == result.fault
-    (instructors,) = [t for t in cut["tests"] if t["visibility"] == "hidden"]
-    assert (instructors["output"], instructors["max_score"]) == (result.fault, 0)
-
-
-def test_a_grader_fault_shows_learners_no_traceback():
-    result = _faulted()
-    assert result.output == ("the grader failed on this submission (TypeError); "
-                             "please tell your instructor")
-    row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
-           "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
-           "result": json.loads(json.dumps(result.to_record()))}
-    learner_reads = [json.dumps(submission_view(row)), json.dumps(result.to_gradescope())]
-    cut = gradescope.for_gradescope(result, "visible")
-    learner_reads += [json.dumps(t) for t in cut["tests"] if t["visibility"] != "hidden"]
-    learner_reads.append(cut["output"])
-    for text in learner_reads:
-        assert "Traceback" not in text and "pipeline.py" not in text
 
 
 def test_a_result_without_a_fault_is_stored_as_before():

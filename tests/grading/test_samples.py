@@ -14,7 +14,7 @@ from nbgrader.api import Gradebook
 
 from autograder import exercises
 from autograder.judge import hidden_tests
-from tests.conftest import copy_course, grader_cli, nbgrader
+from tests.course import copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, STOPPED, assert_phrases, submitted_tree
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]

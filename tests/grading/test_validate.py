@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from autograder import defaults
-from tests.conftest import BIN, REPO
+from tests.course import BIN, REPO
 
 sys.path.insert(0, str(REPO / "scripts"))
 import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)

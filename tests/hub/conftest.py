@@ -5,135 +5,18 @@ server as that learner's system user). The module creates system users of
 its own (two learners, one instructor, each with a random password) in
 system groups of its own, passed to the hub through the variables the README
 lists, and removes them afterwards. The hub's state, the grading database and
-a freshly released copy of the course live in a temporary folder.
+a freshly released copy of the course live in a temporary folder. The hub and
+its clients: tests/hub/running.py; the accounts: tests/hub/accounts.py.
 """
 from __future__ import annotations
 
-import contextlib
-import csv
-import io
 import os
-import pwd
-import random
-import re
 import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
-import psutil
 import pytest
-import requests
 
-from tests.conftest import REPO
-
-WAIT_S = 600  # give-up time for servers, not a timing assertion
-
-
-# Privileged ports Chromium opens: it refuses a list of "unsafe" ones (ERR_UNSAFE_PORT:
-# 601, 636, 989, 990, 993, 995 among those below 1024), none between these two.
-BROWSABLE = range(700, 980)
-
-
-def free_privileged_port() -> int:
-    """A free port below 1024, as ``make hub`` uses by default (no learner can listen
-    there), and one Chromium will open (:data:`BROWSABLE`)."""
-    for port in random.sample(BROWSABLE, len(BROWSABLE)):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port below 1024")
-
-
-@dataclass
-class Account:
-    name: str
-    password: str
-
-
-class Hub:
-    """``make hub`` in its own process group; ``start()``, ``stop()``, ``url(path)``."""
-
-    def __init__(self, root: Path, env: dict):
-        self.root, self.env, self.proc = root, env, None
-        self.public = f"http://localhost:{env['PORT']}"  # make hub: HUB_DOMAIN localhost
-        self.log_path = root / "hub.log"
-
-    def url(self, path: str) -> str:
-        return self.public + path
-
-    def start(self):
-        """``make hub``, until it says its URL (only once the course site and the grading
-        service answer through the proxy, as a user waits for it)."""
-        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(["make", "hub"], cwd=REPO, env=self.env, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + WAIT_S
-        said = f"==> the course hub is running: {self.public}/"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"make hub exited ({self.proc.returncode}):\n{self.log()}")
-            if said in self.log_path.read_text(errors="replace")[offset:]:
-                return
-            time.sleep(0.5)
-        pytest.fail(f"make hub did not say its URL:\n{self.log()}")
-
-    def stop(self):
-        """SIGTERM to make and the hub (as Ctrl-C would); wait until all of it is gone."""
-        if self.proc is None:
-            return
-        group = self.proc.pid
-        try:
-            os.killpg(group, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and (self.proc.poll() is None or _alive(group)):
-            time.sleep(0.5)  # (poll reaps make, whose zombie would keep the group alive)
-        if _alive(group):
-            os.killpg(group, signal.SIGKILL)
-        self.proc.wait()
-        self.proc = None
-        self._end_strays()
-
-    def _end_strays(self):
-        """A hub that died (or gave up starting) leaves its proxy and services running,
-        each in a session of its own: end this hub's, by pid."""
-        ours = {"HUB_STATE": self.env["HUB_STATE"]}
-        services = {f"http://127.0.0.1:{self.env[k]}" for k in ("GRADER_PORT", "SITE_PORT")}
-        for proc in psutil.process_iter():
-            try:
-                env = proc.environ()
-            except psutil.Error:
-                continue
-            if env.get("HUB_STATE") == ours["HUB_STATE"] or env.get("JUPYTERHUB_SERVICE_URL") in services:
-                try:
-                    proc.kill()
-                except psutil.Error:
-                    pass
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-6000:]
-
-
-def _alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
-def _run(*argv):
-    subprocess.run(argv, check=True, capture_output=True)
+from tests.hub.accounts import add_account, add_group, more_learners, remove_account, remove_group
+from tests.hub.running import Signed, running_hub
 
 
 @pytest.fixture(scope="package")
@@ -145,45 +28,17 @@ def accounts():
     tag = secrets.token_hex(3)
     groups = {"learners": f"tl{tag}", "instructors": f"ti{tag}"}
     for group in groups.values():
-        _run("groupadd", group)
+        add_group(group)
     made = {}
     try:
         for role, group in (("ada", "learners"), ("bob", "learners"), ("ins", "instructors")):
-            account = Account(f"{role}{tag}", secrets.token_urlsafe(12))
-            _run("adduser", "--disabled-password", "--gecos", "", "--quiet", account.name)
-            made[role] = account
-            subprocess.run(["chpasswd"], input=f"{account.name}:{account.password}\n",
-                           text=True, check=True)
-            _run("adduser", "--quiet", account.name, groups[group])
+            made[role] = add_account(f"{role}{tag}", groups[group])
         yield made, groups
     finally:
         for account in made.values():
-            _kill_user(account.name)
-            subprocess.run(["userdel", "-r", account.name], capture_output=True)
+            remove_account(account)
         for group in groups.values():
-            subprocess.run(["groupdel", group], capture_output=True)
-
-
-@contextlib.contextmanager
-def more_learners(accounts, count):
-    """``count`` more learners (system users in this run's learners group): ``[Account]``,
-    removed afterwards."""
-    _, groups = accounts
-    tag = secrets.token_hex(2)
-    made = []
-    try:
-        for i in range(count):
-            account = Account(f"c{tag}{i:03d}", secrets.token_urlsafe(12))
-            _run("adduser", "--disabled-password", "--gecos", "", "--quiet", account.name)
-            made.append(account)
-            subprocess.run(["chpasswd"], input=f"{account.name}:{account.password}\n",
-                           text=True, check=True)
-            _run("adduser", "--quiet", account.name, groups["learners"])
-        yield made
-    finally:
-        for account in made:
-            _kill_user(account.name)
-            subprocess.run(["userdel", "-r", account.name], capture_output=True)
+            remove_group(group)
 
 
 @pytest.fixture(scope="package")
@@ -193,42 +48,6 @@ def class_of_30(accounts):
         yield made
 
 
-def _kill_user(name):
-    """End whatever a test user still runs (their server, kernels), by pid."""
-    uid = pwd.getpwnam(name).pw_uid
-    for proc in psutil.process_iter(["uids"]):
-        if proc.info["uids"] and proc.info["uids"].real == uid:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-
-
-@contextlib.contextmanager
-def running_hub(accounts, released_course, root, **extra):
-    """``make hub`` with free ports, this run's groups and a fresh course in ``root``;
-    ``extra`` sets more of its environment (``GRADER_JOBS="0"``: an API-only grader)."""
-    _, groups = accounts
-    course = root / "course"
-    shutil.copytree(released_course, course)
-    ports = set()
-    while len(ports) < 5:
-        ports.add(free_privileged_port())
-    public, hub_api, proxy_api, grader, site = (str(p) for p in ports)
-    env = dict(os.environ, PORT=public, HUB_API_PORT=hub_api, PROXY_API_PORT=proxy_api,
-               GRADER_PORT=grader, SITE_PORT=site, HUB_STATE=str(root / "state"),
-               GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
-               GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
-               HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
-    env.update(extra)
-    hub = Hub(root, env)
-    try:
-        hub.start()
-        yield hub
-    finally:
-        hub.stop()
-
-
 @pytest.fixture(scope="package")
 def hub(accounts, released_course, tmp_path_factory):
     """The running hub (``make hub`` with free ports and this run's groups)."""
@@ -236,66 +55,8 @@ def hub(accounts, released_course, tmp_path_factory):
         yield running
 
 
-class Signed:
-    """A signed-in ``requests`` session plus the hub token the course site hands its pages."""
-
-    def __init__(self, hub: Hub, account: Account):
-        self.hub, self.name = hub, account.name
-        self.session = requests.Session()
-        page = self.session.get(hub.url("/hub/login"))
-        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', page.text).group(1)
-        done = self.session.post(hub.url("/hub/login?next=/services/course/book/intro.html"),
-                                 data={"username": account.name, "password": account.password,
-                                       "_xsrf": xsrf})
-        assert done.ok and done.url.endswith("/services/course/book/intro.html"), done.url
-        cookie = next(c.value for c in self.session.cookies
-                      if c.name == "_xsrf" and c.path.startswith("/services/course"))
-        reply = self.session.get(hub.url("/services/course/api/session"),
-                                 headers={"X-XSRFToken": cookie, "Sec-Fetch-Mode": "cors"})
-        assert reply.ok, reply.text
-        self.token = reply.json()["token"]
-        self.headers = {"Authorization": f"token {self.token}"}
-
-    def grader(self, method, path, **kwargs):
-        kwargs.setdefault("headers", self.headers)
-        return requests.request(method, self.hub.url("/services/grader/" + path), timeout=60,
-                                **kwargs)
-
-    def submit(self, notebook, **extra):
-        reply = self.grader("POST", "api/submissions",
-                            json={"exercise": "update_with_donate", "notebook": notebook, **extra})
-        assert reply.status_code == 202, reply.text
-        return reply.json()["id"]
-
-    def wait_done(self, sub_id):
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            sub = self.grader("GET", f"api/submissions/{sub_id}").json()
-            if sub["status"] == "done":
-                return sub
-            time.sleep(1)
-        pytest.fail(f"submission {sub_id} was not graded")
-
-
 @pytest.fixture
 def sign_in(hub, accounts):
     """``sign_in("ada")`` -> :class:`Signed` (a new session each call)."""
     made, _ = accounts
     return lambda role: Signed(hub, made[role])
-
-
-def class_csv_when(instructor, exercise, scores, wait_s):
-    """The class CSV's rows (nbgrader export's columns), fetched by ``instructor``
-    (a :class:`Signed`) until the gradebook mirror, a background thread, holds
-    ``scores`` (``{learner: score}``) for ``exercise``, or ``wait_s`` seconds passed.
-    Earlier tests may have graded the same learners: some row for each is not enough."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        reply = instructor.grader("GET", "api/class.csv")
-        assert reply.ok and reply.headers["Content-Type"].startswith("text/csv")
-        rows = list(csv.DictReader(io.StringIO(reply.text)))
-        held = {r["student_id"]: float(r["score"]) for r in rows
-                if r["assignment"] == exercise and r["timestamp"] and r["student_id"] in scores}
-        if held == scores or time.monotonic() > deadline:
-            return rows
-        time.sleep(1)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, nbgrader_env
+from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.hub.conftest import Signed, class_csv_when, running_hub
+from tests.hub.running import Signed, class_csv_when, running_hub
 
 WAIT_S = 600
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.browser.conftest import overwrite_on_conflict, screenshot
+from tests.browser.pages import overwrite_on_conflict, screenshot
 from tests.grading.helpers import SAMPLES
-from tests.hub.conftest import class_csv_when
+from tests.hub.running import class_csv_when
 
 WAIT_MS = 300_000  # give-up time for servers and kernels, not a timing assertion
 ANSWER = (SAMPLES / "reference.py").read_text()

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.hub.conftest import Signed
+from tests.hub.running import Signed
 
 
 def test_thirty_learners_submit_at_once_and_all_are_graded(hub, class_of_30):

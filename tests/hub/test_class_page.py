@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import axe_violations, screenshot
-from tests.conftest import REPO
+from tests.browser.pages import axe_violations, screenshot
+from tests.course import REPO
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.hub.conftest import Signed, more_learners
+from tests.hub.accounts import more_learners
+from tests.hub.running import Signed
 from tests.hub.test_class_browser import LESSON, WAIT_MS, browser_sign_in
 
 EXERCISE = "update_with_donate"

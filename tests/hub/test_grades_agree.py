@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from autograder.service.lateness import CACHE_S
-from tests.conftest import REPO, nbgrader, nbgrader_env
+from tests.course import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
-from tests.hub.conftest import WAIT_S, Signed, class_csv_when
+from tests.hub.running import Signed, WAIT_S, class_csv_when
 
 EXERCISE = "donation_report"  # the other hub tests submit update_with_donate
 

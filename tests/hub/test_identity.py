@@ -8,7 +8,7 @@ from pathlib import Path
 import requests
 
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.hub.conftest import class_csv_when
+from tests.hub.running import class_csv_when
 
 WAIT_S = 600
 

@@ -7,7 +7,7 @@ import shutil
 import time
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.course import REPO
 from tests.hub.test_attacks import WAIT_S, start_server, stop_server
 
 RELEASE = REPO / "exercises" / "release"

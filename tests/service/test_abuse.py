@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests.grading.helpers import ASSIGNMENT
-from tests.service.conftest import WAIT, http, slow_notebook, small_notebook
+from tests.service.running import WAIT, http
+from tests.service.submissions import slow_notebook, small_notebook
 
 LOOP = {"cells": [{"cell_type": "code", "id": "answer", "metadata": {}, "outputs": [],
                    "execution_count": None, "source": "while True:\n    pass\n"}],

@@ -8,7 +8,8 @@ from nbgrader.api import Gradebook
 
 from autograder import defaults
 from tests.grading.helpers import ASSIGNMENT
-from tests.service.conftest import expected_failed, failed_tests, http, notebook_with
+from tests.service.running import http
+from tests.service.submissions import expected_failed, failed_tests, notebook_with
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +146,7 @@ def test_cors_allows_the_course_site_only(store_service, site_port):
 
 
 def test_the_service_answers_its_own_address_and_limits(store_service):
-    """``GET /api/config``: what this service runs with (tests/service/conftest.py's
+    """``GET /api/config``: what this service runs with (tests/service/running.py's
     options), without sign-in, and nothing secret (the database URL holds a password)."""
     status, _, config = http("GET", store_service.url + "/api/config")
     assert status == 200

@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.service.conftest import notebook_with
+from tests.service.submissions import notebook_with
 
 PAGE = "book/exercises/update_with_donate.html"
 

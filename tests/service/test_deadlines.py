@@ -8,9 +8,10 @@ import sys
 import time
 
 from autograder.service.lateness import CACHE_S
-from tests.conftest import REPO, nbgrader_env
+from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT
-from tests.service.conftest import http, notebook_with
+from tests.service.running import http
+from tests.service.submissions import notebook_with
 
 
 def deadlines(service, *args):

@@ -9,9 +9,9 @@ from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
 from autograder.service.gradebook import Mirror
 from autograder.service.store import Caps, Store
-from tests.conftest import copy_course
+from tests.course import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
-from tests.service.conftest import notebook_with
+from tests.service.submissions import notebook_with
 
 
 def test_scores_land_on_the_cells_their_grade_ids_name(course_template, tmp_path):

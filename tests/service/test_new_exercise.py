@@ -6,9 +6,9 @@ import shutil
 import subprocess
 
 from autograder.defaults import release_argv
-from tests.conftest import BIN, nbgrader_env, quiet
+from tests.course import BIN, nbgrader_env, quiet
 from tests.grading.helpers import SAMPLES, checkout, with_answer
-from tests.service.conftest import Service, http
+from tests.service.running import Service, http
 
 NEW = "update_again"  # a second copy of update_with_donate, registered mid-course
 

@@ -9,9 +9,10 @@ from nbgrader.api import Gradebook
 
 from autograder.service.app import POINTS_CHECK_S
 
-from tests.conftest import REPO, nbgrader_env
+from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, EXPECTED
-from tests.service.conftest import http, notebook_with
+from tests.service.running import http
+from tests.service.submissions import notebook_with
 
 
 def test_a_regrade_grades_each_recorded_submission_again(new_service, course_template):

@@ -3,7 +3,8 @@ import signal
 import time
 
 from tests.grading.helpers import EXPECTED
-from tests.service.conftest import WAIT, expected_failed, failed_tests, small_notebook
+from tests.service.running import WAIT
+from tests.service.submissions import expected_failed, failed_tests, small_notebook
 
 # One submission per learner: a learner's second one for the same exercise, sent
 # while the first still waits, would replace it (newest wins; test_abuse.py).

@@ -5,8 +5,8 @@ import signal
 import time
 
 from tests.grading.helpers import EXPECTED
-from tests.service.conftest import (WAIT, Service, expected_failed, failed_tests, http,
-                                    slow_notebook)
+from tests.service.running import Service, WAIT, http
+from tests.service.submissions import expected_failed, failed_tests, slow_notebook
 
 SAMPLES = ["reference", "wrong_arithmetic", "no_donation", "fails_empty", "wrong_dtype",
            "jit_inside", "reference", "wrong_arithmetic"]

@@ -7,7 +7,7 @@ SERVICE.md says to in that case.
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.grading.helpers import EXPECTED
-from tests.service.conftest import expected_failed, failed_tests, small_notebook
+from tests.service.submissions import expected_failed, failed_tests, small_notebook
 
 SAMPLES = ["reference", "no_donation", "wrong_arithmetic", "fails_empty", "wrong_dtype",
            "jit_inside", "both_donated", "delta_donated", "misnamed", "syntax_error"]

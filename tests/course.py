@@ -1,0 +1,67 @@
+"""The checkout and the course's commands as the README runs them: the repository's
+and the venv's paths, the README's environment, nbgrader from ``exercises/``, the
+release ``make release`` makes, the grader's command line, and a private copy of a
+released course for a test that writes into it."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder.defaults import release_argv
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def nbgrader_env():
+    """The environment of someone following the README: the venv's tools on PATH (its
+    ``PATH=../.venv/bin:$PATH``) and nothing else added. In particular no PYTHONPATH:
+    the hidden cells import the repository through exercises/nbgrader_config.py, as
+    they must for an instructor's ``cd exercises; nbgrader autograde``."""
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def quiet(args):
+    """``--log-level=ERROR`` unless ``args`` set a level (nbgrader refuses two)."""
+    return [] if any(a.startswith("--log-level") for a in args) else ["--log-level=ERROR"]
+
+
+def nbgrader(course, *args):
+    """Run ``nbgrader ARGS`` as the README does, from ``exercises/`` (so its
+    nbgrader_config.py is the one loaded), on the course files in ``course``
+    (``--CourseDirectory.root``: tests never write into ``exercises/``).
+    Returns the CompletedProcess (checked)."""
+    return subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}",
+                           *quiet(args)], cwd=REPO / "exercises",
+                          env=nbgrader_env(), check=True, capture_output=True, text=True)
+
+
+def release(course, assignment, *extra):
+    """``make release``'s nbgrader command (:func:`autograder.defaults.release_argv`)
+    for ``assignment`` in ``course``, through :func:`nbgrader`."""
+    return nbgrader(course, *release_argv(assignment)[1:], *extra)
+
+
+def grader_cli(*args, cwd=REPO, env=None, timeout=600, wait=True):
+    """``python -m autograder ARGS`` as the README runs it: from the repository's root,
+    in the README's environment (:func:`nbgrader_env`, plus ``env``). Returns the
+    CompletedProcess (text output captured, not checked), or with ``wait=False`` the
+    running Popen (stdout and stderr piped)."""
+    argv = [sys.executable, "-m", "autograder", *map(str, args)]
+    environment = dict(nbgrader_env(), **(env or {}))
+    if not wait:
+        return subprocess.Popen(argv, cwd=cwd, env=environment, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    return subprocess.run(argv, cwd=cwd, env=environment, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def copy_course(course, target):
+    """A private copy of ``course`` at ``target``, for a test that writes into it:
+    the shared course stays as released, so every test passes alone and in any order."""
+    shutil.copytree(course, target)
+    return target

@@ -1,0 +1,79 @@
+"""System users and groups of a hub test run: :class:`Account` (a name and its
+password), made with ``adduser`` and removed with ``userdel`` (root only), with whatever
+each still runs ended by pid first."""
+from __future__ import annotations
+
+import contextlib
+import pwd
+import secrets
+import subprocess
+from dataclasses import dataclass
+
+import psutil
+
+
+@dataclass
+class Account:
+    name: str
+    password: str
+
+
+def run(*argv):
+    """Run a user-administration command (checked, output captured)."""
+    subprocess.run(argv, check=True, capture_output=True)
+
+
+def add_group(name):
+    run("groupadd", name)
+
+
+def remove_group(name):
+    subprocess.run(["groupdel", name], capture_output=True)
+
+
+def add_account(name, group):
+    """A new system user ``name`` with a random password, in the system group ``group``
+    (removed again when a step after ``adduser`` fails)."""
+    account = Account(name, secrets.token_urlsafe(12))
+    run("adduser", "--disabled-password", "--gecos", "", "--quiet", account.name)
+    try:
+        subprocess.run(["chpasswd"], input=f"{account.name}:{account.password}\n",
+                       text=True, check=True)
+        run("adduser", "--quiet", account.name, group)
+    except BaseException:
+        remove_account(account)
+        raise
+    return account
+
+
+def remove_account(account):
+    """End what ``account`` still runs and remove the user and its home."""
+    kill_user(account.name)
+    subprocess.run(["userdel", "-r", account.name], capture_output=True)
+
+
+@contextlib.contextmanager
+def more_learners(accounts, count):
+    """``count`` more learners (system users in this run's learners group): ``[Account]``,
+    removed afterwards."""
+    _, groups = accounts
+    tag = secrets.token_hex(2)
+    made = []
+    try:
+        for i in range(count):
+            made.append(add_account(f"c{tag}{i:03d}", groups["learners"]))
+        yield made
+    finally:
+        for account in made:
+            remove_account(account)
+
+
+def kill_user(name):
+    """End whatever a test user still runs (their server, kernels), by pid."""
+    uid = pwd.getpwnam(name).pw_uid
+    for proc in psutil.process_iter(["uids"]):
+        if proc.info["uids"] and proc.info["uids"].real == uid:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
