@@ -1,8 +1,9 @@
-"""The grading run, in-process (``autograder/pipeline.py``): ``run(source, sink, ...)``
+"""The grading run, in-process (``autograder/pipeline.py``): ``grade_all(source, sink, ...)``
 from a small source held in memory into :class:`~autograder.pipeline.Held` or a sink
 of the test's own. The sandbox is replaced by a stand-in that records each request and
 answers a given :class:`~autograder.sandbox.Outcome`, so nothing here starts a process
-or changes a file's mode; the real sandbox runs in the ``grader`` tier's tests."""
+or changes a file's mode (and a sandbox can be made to fail); the real sandbox runs the
+same run through all three front doors in ``test_golden.py`` (``grader`` tier)."""
 import json
 
 import pytest
