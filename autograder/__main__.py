@@ -63,7 +63,8 @@ def main(argv=None):
 
 
 class Lines(pipeline.Progress):
-    """One line per submission on stdout; tqdm's bar (count, rate, time left) on a
+    """One line per submission on stdout (a grader fault's reason in brackets: whoever
+    runs the command is the instructor); tqdm's bar (count, rate, time left) on a
     terminal's stderr, silent otherwise."""
 
     bar = None
@@ -75,7 +76,7 @@ class Lines(pipeline.Progress):
         if self.bar is not None:
             self.bar.close()
 
-    def kept(self, sub, done):
+    def unchanged(self, sub, done):
         print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
 
     def started(self, count):
@@ -85,7 +86,8 @@ class Lines(pipeline.Progress):
     def graded(self, sub, result):
         self.bar.write(f"{sub.name}: {result.score:g}/{result.max_score:g} {result.status} "
                        f"({result.seconds:.1f} s)"
-                       + ("" if result.status == "graded" else f" - {result.output.splitlines()[0]}"),
+                       + ("" if result.status == "graded" else f" - {result.output.splitlines()[0]}")
+                       + (f" [{result.fault.strip().splitlines()[-1]}]" if result.fault else ""),
                        file=sys.stdout)
         sys.stdout.flush()
         self.bar.update()

@@ -25,7 +25,7 @@ def statement(fn) -> str:
     return first
 
 
-def checks(exercise: str) -> list[dict]:
+def check_rows(exercise: str) -> list[dict]:
     """``[{"name", "title", "points", "checks"}]`` of ``exercise``'s hidden tests, in
     file order (``points`` an int). Raises ValueError as :func:`statement` does."""
     module = hidden_module(exercise)
@@ -39,7 +39,7 @@ def _cell(text: str) -> str:
 
 def markdown(exercise: str) -> str:
     """The checks as a Markdown table (Check, Points, Passes when) and their total."""
-    rows = checks(exercise)
+    rows = check_rows(exercise)
     lines = ["| Check | Points | Passes when |", "| --- | --- | --- |"]
     lines += [f"| {_cell(r['title'])} | {r['points']} | {_cell(r['checks'])} |" for r in rows]
     total = sum(r["points"] for r in rows)

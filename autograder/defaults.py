@@ -85,7 +85,7 @@ BODY_TIMEOUT_S = 60.0
 """Seconds to send a request's body."""
 SERVICE_TIMEOUT_S = 20.0
 """Wall-clock seconds per submission in the service's sandbox.
-A correct exercise needs about 2 s (1.0 s on a quiet machine with JAX 0.12, benchmarks/README.md);
+A correct exercise needs about 2 s (0.98 s on a quiet machine with JAX 0.12, benchmarks/README.md);
 20 s leaves room for a machine loaded several times over, while a notebook that
 never ends holds its slot for 20 s, not a minute."""
 LEASE_S = 30.0

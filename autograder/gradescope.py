@@ -93,7 +93,7 @@ exit 0
 """
 
 
-def build(exercise, out_dir, visibility="visible", limits=None):
+def build(exercise, out_dir, visibility=defaults.VISIBILITIES[0], limits=None):
     """Write ``out_dir/<exercise>-gradescope.zip``; return its path.
 
     ``visibility`` is each hidden test's Gradescope visibility (one of
@@ -238,7 +238,7 @@ def for_gradescope(result, visibility):
     return out
 
 
-def grade_upload(root, exercise, visibility="visible", limits=None):
+def grade_upload(root, exercise, visibility=defaults.VISIBILITIES[0], limits=None):
     """Grade the upload under ``root``/submission into ``root``/results/results.json.
 
     Returns the :class:`~autograder.results.GradingResult`. Never raises for a

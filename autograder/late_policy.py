@@ -32,7 +32,7 @@ class CourseLatePolicy(LateSubmissionPlugin):
             return min(score, self.points_per_day * math.ceil(total_seconds_late / DAY_S))
         return super().late_submission_penalty(student_id, score, total_seconds_late)
 
-    def in_words(self):
+    def cost_words(self):
         """What lateness costs, in words for learners."""
         return {"none": "late work counts in full",
                 "zero": "late work is graded but counts 0",

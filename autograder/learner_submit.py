@@ -50,7 +50,7 @@ from autograder.learner_submit import submit
 submit("{exercise}")"""
 
 
-def cells(exercise: str) -> list:
+def submit_cells(exercise: str) -> list:
     """The two cells every released notebook of ``exercise`` ends with, as nbformat 4
     dicts: :data:`SUBMIT_INTRO` (markdown) and :data:`SUBMIT_CODE` (code), both
     read-only and ungraded, nbgrader grade_ids ``submit_intro`` and ``submit``."""

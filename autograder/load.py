@@ -296,7 +296,7 @@ def instructor_cells(exercise):
         nb_cells = notebook.cells(json.loads(path.read_text("utf-8")))
     except (OSError, ValueError):
         return {}
-    added = [checks_table.notebook_cell(exercise), *learner_submit.cells(exercise)]  # at release
+    added = [checks_table.notebook_cell(exercise), *learner_submit.submit_cells(exercise)]  # at release
     nb_cells += notebook.cells({"nbformat": 4, "cells": added})
     return {_meta(c)["grade_id"]: c for c in nb_cells
             if _meta(c).get("locked") and not _meta(c).get("solution")}

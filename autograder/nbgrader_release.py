@@ -3,7 +3,7 @@ graded checks, the submit cells, and the way to them.
 
 The table is made from the hidden tests (:func:`autograder.checks_table.notebook_cell`)
 and put right after the task statement; the submit cells are written once
-(:func:`autograder.learner_submit.cells`). :class:`AddSubmitCells`, listed in
+(:func:`autograder.learner_submit.submit_cells`). :class:`AddSubmitCells`, listed in
 exercises/nbgrader_config.py right after nbgrader's own ``IncludeHeaderFooter``,
 adds both to each notebook as it is released, and tags the exercise's code cells
 ``raises-exception`` so that Run All reaches the submit cells past an answer that
@@ -42,7 +42,7 @@ class AddSubmitCells(NbGraderPreprocessor):
             if cell.cell_type == "code" and RUN_PAST not in tags:
                 cell.metadata["tags"] = [*tags, RUN_PAST]
         nb.cells.insert(1, from_dict(checks_table.notebook_cell(exercise)))
-        nb.cells.extend(from_dict(learner_submit.cells(exercise)))
+        nb.cells.extend(from_dict(learner_submit.submit_cells(exercise)))
         return nb, resources
 
 

@@ -85,7 +85,7 @@ def prepare(exercises, private=None):
 class Progress:
     """What a run tells its caller as it goes; these do nothing (override to print)."""
 
-    def kept(self, sub, done):
+    def unchanged(self, sub, done):
         """``sub`` is unchanged since ``done`` (the sink's result) was written."""
 
     def started(self, count):
@@ -133,7 +133,7 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
         hex_digest = digest(sub, limits)
         done = None if force else sink.kept(sub, hex_digest)
         if done:
-            progress.kept(sub, done)
+            progress.unchanged(sub, done)
         else:
             todo.append((sub, hex_digest))
     progress.started(len(todo))
@@ -142,10 +142,10 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
         free.put(slot)
 
     def one(sub, hex_digest):
+        if prepared is not None:  # one exception, its traceback formatted as it was raised
+            return fault(sub.exercise, prepared, hex_digest)
         slot = free.get()
         try:
-            if prepared is not None:
-                raise prepared
             return grade(sub, limits, slot, hex_digest, source.hide)
         except Exception as exc:  # a grader fault must still give this learner a result
             return fault(sub.exercise, exc, hex_digest)
@@ -188,14 +188,16 @@ def judged(sub, outcome, hex_digest, seconds=0.0):
     has that the hidden tests cannot read gives this submission an ``error``
     result, never a crash of the class run.
     """
+    trace = ""
     try:
         checks, output, status = judge.verdict(sub, outcome, seed_for(hex_digest))
     except Exception as exc:
         checks, output, status = (judge.not_run(sub.exercise),
                                   f"the grader could not read what your code produced "
                                   f"({type(exc).__name__}); please tell your instructor", "error")
+        trace = "".join(traceback.format_exception(exc))  # for the instructor only
     return GradingResult(checks, output, status, hex_digest, seconds,
-                         outcome.output_tail if outcome else "", sub.exercise)
+                         outcome.output_tail if outcome else "", sub.exercise, fault=trace)
 
 
 def fault(exercise, exc, hex_digest=""):

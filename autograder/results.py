@@ -1,10 +1,10 @@
 """Step 4 of grading: typed results, and Gradescope's format made only at the edge.
 
-The judge (:mod:`autograder.judge`) returns a :class:`GradingResult`: one
-:class:`CheckResult` per hidden test, each carrying the nbgrader ``grade_id``
-of the graded cell it scores (the hidden test's function name,
-``tests/grading/test_release.py``), so the gradebook mirror writes grades by
-id. :meth:`GradingResult.to_gradescope` is the one conversion to Gradescope's
+The grading run (:func:`autograder.pipeline.judged`) makes the judge's verdict
+(:mod:`autograder.judge`) a :class:`GradingResult`: one :class:`CheckResult` per
+hidden test, each carrying the nbgrader ``grade_id`` of the graded cell it scores
+(the hidden test's function name, ``tests/grading/test_release.py``), so the
+gradebook mirror writes grades by id. :meth:`GradingResult.to_gradescope` is the one conversion to Gradescope's
 results.json (``score``, ``max_score``, ``output``, ``execution_time``,
 ``tests`` with ``name``/``score``/``max_score``/``status``/``output``/
 ``visibility``; ``extra_data`` holds the grading status and the digest of what

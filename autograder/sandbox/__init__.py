@@ -63,15 +63,14 @@ def run(request, limits=None, slot=0):
 
     ``request`` is ``{"exercise", "seed", "cells": [{"label", "source"}],
     "memory_mib", "hide"}``; ``slot`` picks the sandbox uid (see
-    :func:`lease_uid`). Never raises: a failure of the sandbox itself is an
-    Outcome with status ``error``.
+    :func:`lease_uid`). Whatever learner code does is an Outcome; a failure of
+    the sandbox itself (the zygote died or hung, no learner process can run here)
+    raises RuntimeError or OSError, which :func:`autograder.pipeline.grade_all`
+    makes a grader fault: plain words for the learner, the reason for the instructor.
     """
     limits = limits or Limits()
-    try:
-        with lease_uid(slot) as lease:
-            return shared().run(request, limits, lease)
-    except Exception as exc:  # the zygote died or hung: a result, never a crash
-        return Outcome("error", f"the grader's sandbox failed ({type(exc).__name__}: {exc})")
+    with lease_uid(slot) as lease:
+        return shared().send(request, limits, lease)
 
 
 def interpreter():
@@ -114,7 +113,7 @@ class Zygote:
 
     def __init__(self):
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
-        self.refusal = None  # why no learner process could run, when none could
+        self.cannot_run = None  # why no learner process could run, when none could
 
     def launch(self, exercises=()):
         """Start the zygote without waiting for it (it imports JAX meanwhile).
@@ -126,7 +125,7 @@ class Zygote:
         with self.lock:
             if self.proc and self.proc.poll() is None:
                 return
-            self.ready, self.refusal = False, None
+            self.ready, self.cannot_run = False, None
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
             code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
@@ -148,12 +147,12 @@ class Zygote:
                 if said != "ready":
                     log.warning("learner code runs WITHOUT network and mount isolation: %s",
                                 said[len("ready "):])
-                    self.refusal = _unreachable_interpreter()
+                    self.cannot_run = _unreachable_interpreter()
                 self.ready = True
-            if self.refusal:
-                raise RuntimeError(self.refusal)
+            if self.cannot_run:
+                raise RuntimeError(self.cannot_run)
 
-    def run(self, request, limits, lease):
+    def send(self, request, limits, lease):
         """Send one request; block until its :class:`Outcome`.
 
         ``lease`` (a :class:`Lease`, or None when not root) goes with it: its

@@ -2,7 +2,7 @@
 
 ``python -m autograder.service`` (started by ``make serve``) runs it. Modules:
 
-- :mod:`~autograder.service.store`: the SQLite database of submissions and
+- :mod:`~autograder.service.store`: the database of submissions (SQLite or PostgreSQL) and
   results (every submission is committed before it is acknowledged);
 - :mod:`~autograder.service.grading`: grading threads that grade queued
   submissions with :mod:`autograder.pipeline` (the learner's code sandboxed) and

@@ -109,7 +109,7 @@ def _too_deep():
                    f"{MAX_DEPTH} levels deep; a notebook needs fewer than 10")
 
 
-def _in_words(seconds):
+def _wait_words(seconds):
     if seconds is None:
         return "an unknown time (no grading worker is running right now)"
     return f"about {seconds} s" if seconds < 120 else f"about {round(seconds / 60)} min"
@@ -246,14 +246,14 @@ class SubmissionsHandler(Base):
         if r.kind == "learner":
             return Refused(429, "learner_queue_full", f"{learner} already has {r.count} "
                            f"submissions waiting (the limit is {r.limit}); they should be "
-                           f"graded in {_in_words(wait)}: send more after that", retry)
+                           f"graded in {_wait_words(wait)}: send more after that", retry)
         if r.kind == "client":
             sender = (learner, "learner") if self.person else ("this address", "address")
             return Refused(429, "client_queue_full", f"{r.count} submissions from {sender[0]} "
                            f"are waiting (the limit is {r.limit} per {sender[1]}); they should "
-                           f"be graded in {_in_words(wait)}: send more after that", retry)
+                           f"be graded in {_wait_words(wait)}: send more after that", retry)
         return Refused(503, "queue_full", f"the grading queue is full ({waiting} submissions "
-                       f"waiting); at the current pace it clears in {_in_words(wait)}: "
+                       f"waiting); at the current pace it clears in {_wait_words(wait)}: "
                        "try again then", retry)
 
     async def get(self):
@@ -338,9 +338,6 @@ class SubmittedNotebook(SubmissionHandler):
         self.set_header("Content-Disposition",
                         f'attachment; filename="{row["exercise"]}-{row["learner"]}-{row["id"][:8]}.ipynb"')
         self.finish(raw)
-
-
-
 
 
 class Health(Base):

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.service import class_plots
-from autograder.service.lateness import in_words
+from autograder.service.lateness import duration_words
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).resolve().parent / "static"
@@ -134,7 +134,7 @@ def _row(r, max_score):
 def _late(r):
     if not r["late"]:
         return "on time"
-    return f"late by {in_words(r['late_seconds'])} (\u2212{_num(r['penalty'])})"
+    return f"late by {duration_words(r['late_seconds'])} (\u2212{_num(r['penalty'])})"
 
 
 def _progress(progress, exercises):

@@ -25,12 +25,11 @@ import traceback
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import defaults, load, pipeline
+from autograder import load, pipeline
 from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
-LEASE = 30.0  # seconds; renewed every LEASE / 3 while grading
 
 
 class StoredRow:
@@ -52,7 +51,7 @@ class StoredRow:
                                 f"{exercise}.ipynb")]
 
 
-def grade_notebook(row, limits, slot):
+def grade_row(row, limits, slot):
     """The :class:`~autograder.results.GradingResult` for a claimed row (never raises:
     a grader fault gives an ``error`` result whose ``fault`` holds the traceback)."""
     held = pipeline.Held()
@@ -85,12 +84,14 @@ def _alive(pid):
 
 
 class GradingThreads:
-    """``jobs`` grading threads on slots ``slot_base .. slot_base + jobs - 1``."""
+    """``jobs`` grading threads on slots ``slot_base .. slot_base + jobs - 1``, each
+    holding a claimed row for ``lease`` seconds, renewed every third of it; ``rule`` is
+    which graded submission the gradebook holds (the options' ``--jobs``, ``--slot-base``,
+    ``--lease``, ``--recorded``)."""
 
-    def __init__(self, store, mirror, limits, jobs=2, slot_base=100, lease=LEASE,
-                 rule=defaults.RECORDED):
+    def __init__(self, store, mirror, limits, jobs, slot_base, lease, rule):
         self.store, self.mirror, self.limits, self.lease = store, mirror, limits, lease
-        self.rule = rule  # which graded submission the gradebook holds (recorded.py)
+        self.rule = rule
         self.slots = [slot_base + i for i in range(max(1, jobs))]
         self.name = process_name()
         self.work = threading.Condition()
@@ -209,7 +210,7 @@ class GradingThreads:
         renewer = threading.Thread(target=renew, name=f"lease-{slot}", daemon=True)
         renewer.start()
         try:
-            result = grade_notebook(row, self.limits, slot)
+            result = grade_row(row, self.limits, slot)
         finally:
             done.set()
         if result.fault:  # for the instructor: the learner reads only result.output

@@ -91,19 +91,19 @@ class Deadlines:
 
     def policy_words(self):
         """What lateness costs under the course's policy, in words for learners."""
-        if hasattr(self.policy, "in_words"):
-            return self.policy.in_words()
+        if hasattr(self.policy, "cost_words"):
+            return self.policy.cost_words()
         return f"late penalty: {self.policy.penalty_method}"  # nbgrader's own plugin
 
     def words(self, lateness):
         """What a learner is told about ``lateness``: None when on time."""
         if not lateness.seconds:
             return None
-        return (f"submitted {in_words(lateness.seconds)} after the deadline "
+        return (f"submitted {duration_words(lateness.seconds)} after the deadline "
                 f"({lateness.due:%Y-%m-%d %H:%M} UTC): {self.policy_words()}")
 
 
-def in_words(seconds):
+def duration_words(seconds):
     """``seconds`` as days, hours or minutes, e.g. '2 h 5 min'."""
     minutes = int(seconds // 60)
     days, hours, mins = minutes // 1440, minutes // 60 % 24, minutes % 60

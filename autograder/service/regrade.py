@@ -17,6 +17,7 @@ queue, :meth:`Store.claim`), so a class still submitting is not starved.
 """
 import sys
 
+from autograder import exercises
 from autograder.service import config
 
 
@@ -27,8 +28,8 @@ def main(argv=None):
                       "Grade every learner's recorded submission of an exercise again.")
     p.add_argument("exercise")
     args = p.parse_args(argv)
-    if args.exercise not in defaults_exercises():
-        p.error(f"unknown exercise {args.exercise!r}; known: {', '.join(defaults_exercises())}")
+    if args.exercise not in exercises.names():
+        p.error(f"unknown exercise {args.exercise!r}; known: {', '.join(exercises.names())}")
     store, mirror = config.open_store(args)
     for change in mirror.points_disagree(args.exercise, fix=True):
         print(f"{args.exercise}: gradebook points set to the hidden tests' ({change})")
@@ -39,11 +40,6 @@ def main(argv=None):
     print(f"{args.exercise}: {len(made)} recorded submission(s) queued for grading with the "
           "current hidden tests")
     return 0
-
-
-def defaults_exercises():
-    from autograder.exercises import names
-    return names()
 
 
 if __name__ == "__main__":

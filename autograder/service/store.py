@@ -1,8 +1,8 @@
 """The submissions database: SQLite on one machine, PostgreSQL for many.
 
 One row per submission: who sent it (learner, client address), for which
-exercise, the notebook as received, its state and, when done, the
-results.json. States: ``queued`` -> ``running`` -> ``done``, or ``queued`` ->
+exercise, the notebook as received, its state and, when done, its result
+(:meth:`autograder.results.GradingResult.to_record`). States: ``queued`` -> ``running`` -> ``done``, or ``queued`` ->
 ``replaced`` when the same learner sent a newer notebook for the same exercise
 before grading began (newest wins; ``replaced_by`` names the newer one), and
 ``done`` -> ``regraded`` when an instructor's regrade queued it again

@@ -8,7 +8,7 @@ break its one-file rule. Each is graded by
 
 - the command line (``python -m autograder``'s ``main``: every results.json,
   summary.csv, the progress lines and the exit status),
-- the grading service's grading thread (:func:`autograder.service.grading.grade_notebook`
+- the grading service's grading thread (:func:`autograder.service.grading.grade_row`
   on a stored row; the record the store keeps and the learner's reply made from it),
 - Gradescope's ``run_autograder`` entry (:func:`autograder.gradescope.grade_upload`: results.json).
 
@@ -147,7 +147,7 @@ def service(group, subs, work):
     """The grading service's stored record and learner reply per submission."""
     from autograder import pipeline, sandbox
     from autograder.service.handler import submission_view
-    from autograder.service.grading import grade_notebook
+    from autograder.service.grading import grade_row
 
     pipeline.prepare(exercises.names())
     seconds, memory = LIMITS[group]
@@ -156,7 +156,7 @@ def service(group, subs, work):
     def one(item, slot):
         name, (exercise, raw) = item
         learner = name.split("/")[0]
-        result = grade_notebook({"exercise": exercise, "learner": learner, "notebook": raw},
+        result = grade_row({"exercise": exercise, "learner": learner, "notebook": raw},
                                 limits, slot)
         stored = json.dumps(result.to_record())  # as Store.finish writes it
         row = {"id": "0" * 32, "exercise": exercise, "learner": learner, "status": "done",

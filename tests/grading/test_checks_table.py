@@ -18,7 +18,7 @@ NAMES = list(exercises.names())
 
 @pytest.mark.parametrize("exercise", NAMES)
 def test_the_table_lists_every_hidden_test_with_its_points_and_statement(exercise):
-    rows = checks_table.checks(exercise)
+    rows = checks_table.check_rows(exercise)
     assert [(r["name"], r["title"], r["points"]) for r in rows] == hidden_tests(exercise)
     assert all(r["checks"] and "\n" not in r["checks"] for r in rows)
     table = checks_table.markdown(exercise)

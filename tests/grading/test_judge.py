@@ -1,8 +1,7 @@
 """Step 3 of grading, in-process (``autograder/judge.py``): the hidden tests' verdict on
 observations, and the overall words and status of a loaded submission and its sandbox
 :class:`~autograder.sandbox.Outcome`, both made by hand here (no sandbox runs). Real
-observations come from the probe run in this process on a sample answer, as in
-tests/grading/test_notebook.py."""
+observations come from the probe run in this process on a sample answer."""
 import functools
 import json
 import os

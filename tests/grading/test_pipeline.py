@@ -60,7 +60,7 @@ class Progress(pipeline.Progress):
     def __init__(self):
         self.said = []
 
-    def kept(self, sub, done):
+    def unchanged(self, sub, done):
         self.said.append(("kept", sub.name))
 
     def started(self, count):
@@ -200,18 +200,22 @@ def test_a_failed_preparation_is_a_fault_of_every_hand_in(monkeypatch, fake):
     pipeline.grade_all(Source(answer("ada"), stub("bob")), held, LIMITS)
     assert [r.status for r in held.results] == ["error", "error"]
     assert all("PermissionError: chmod refused" in r.fault for r in held.results)
+    assert held.results[0].fault == held.results[1].fault  # not one frame more per hand-in
     assert fake.requests == []
 
 
 @pytest.mark.parametrize("reply", [None, [1, 2], "obs"], ids=["none", "a-list", "a-string"])
 def test_a_reply_the_judge_cannot_read_is_an_error_result(reply):
     """The reply comes from the learner's process: a shape the judge cannot read gives
-    this hand-in an ``error`` (the learner's words; no fault: the grader did not fail)."""
+    this hand-in an ``error`` in the learner's words, and the instructor, whom those
+    words send the learner to, the judge's traceback."""
     result = pipeline.judged(answer("ada"), Outcome("ok", reply=reply, output_tail="hi"), "ab" * 32, 2.0)
     assert (result.status, result.score, result.seconds, result.learner_output) == ("error", 0, 2.0, "hi")
     assert result.output.startswith("the grader could not read what your code produced (")
     assert result.output.endswith("); please tell your instructor")
-    assert result.checks == tuple(judge.not_run(ASSIGNMENT)) and result.fault == ""
+    assert result.checks == tuple(judge.not_run(ASSIGNMENT))
+    assert result.fault.startswith("Traceback") and "judge.py" in result.fault
+    assert "Traceback" not in json.dumps(result.to_gradescope()["tests"])
 
 
 def test_judging_without_running_gives_a_typed_result():
@@ -269,3 +273,18 @@ def test_a_grader_fault_shows_learners_no_traceback():
     learner_reads.append(cut["output"])
     for text in learner_reads:
         assert "Traceback" not in text and "pipeline.py" not in text
+
+
+def test_the_command_line_names_a_grader_fault_for_whoever_runs_it(capsys):
+    """The command line's user is the instructor: its progress line ends with the
+    fault's last line, which the learner's results never show."""
+    from autograder.__main__ import Lines
+
+    result = pipeline.fault(ASSIGNMENT, RuntimeError("no learner process can run here"), "cd")
+    with Lines() as lines:
+        lines.started(1)
+        lines.graded(answer("ada"), result)
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("ada: 0/") and " - the grader failed on this submission" in line
+    assert line.endswith("[RuntimeError: no learner process can run here]")
+    assert "no learner process" not in result.output

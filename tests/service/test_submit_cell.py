@@ -36,7 +36,7 @@ def test_without_a_save_it_refuses_and_says_why(tmp_path, monkeypatch):
 
 
 def test_every_released_notebook_ends_with_the_one_submit_cell(released_course):
-    """Written once (learner_submit.cells) and added by nbgrader generate_assignment:
+    """Written once (learner_submit.submit_cells) and added by nbgrader generate_assignment:
     each learner's notebook ends with it, read-only with nbgrader's checksum (so
     validate and autograde treat it as any locked cell); no source notebook has its own."""
     from autograder import notebook
