@@ -84,7 +84,7 @@ serve: book
 
 # JupyterHub (deploy/hub/jupyterhub_config.py) with configurable-http-proxy from
 # node_modules; its database and cookie secret stay in $(HUB_STATE) across restarts.
-HUB_STATE ?= $(CURDIR)/.hub-state
+HUB_STATE ?= $(call default,HUB_STATE)
 # Its ports default to privileged ones (autograder/defaults.py: HUB_ENVIRONMENT), not
 # make serve's: PORT and GRADER_PORT are passed on only when set in the environment.
 hub: book

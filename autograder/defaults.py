@@ -201,6 +201,19 @@ SETTINGS = (
     _port("SITE_PORT", SITE_PORT, "TCP port of the course site as a hub service (make hub)"),
     Setting("HUB_DOMAIN", HUB_DOMAIN, "the hub's host name; learners' servers are at "
             "<name>.HUB_DOMAIN", env=("HUB_DOMAIN",)),
+    Setting("HUB_STATE", str(CHECKOUT / ".hub-state"), "folder of the hub's database and "
+            "cookie secret (make hub)", env=("HUB_STATE",), default_text=".hub-state in the checkout"),
+    Setting("HUB_LEARNERS_GROUP", "course-learners", "system group whose members sign in "
+            "to the hub as learners", env=("HUB_LEARNERS_GROUP",)),
+    Setting("HUB_INSTRUCTORS_GROUP", "course-instructors", "system group whose members sign "
+            "in to the hub as instructors", env=("HUB_INSTRUCTORS_GROUP",)),
+    Setting("HUB_ADMINS", "", "comma-separated user names of the hub's admins (they see the "
+            "class too)", env=("HUB_ADMINS",), default_text="none"),
+    # the notebooks' submit cell (make serve and make hub set these for it)
+    Setting("GRADER_LEARNER", "", "who the submit cell submits as", env=("GRADER_LEARNER",),
+            default_text="the hub's user, else the operating-system user"),
+    Setting("GRADER_URL", "", "where the submit cell sends a notebook", env=("GRADER_URL",),
+            default_text="http://HOST:GRADER_PORT"),
     # the grading service and its workers
     Setting("GRADER_HOST", HOST, "interface the grading service listens on",
             env=("GRADER_HOST", "HOST"), flag="--host", default_text=f"HOST or {HOST}"),

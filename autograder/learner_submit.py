@@ -66,7 +66,7 @@ def submit_cells(exercise: str) -> list:
 
 def learner() -> str:
     """Who submits: the deployment says so (one learner, or the hub's user)."""
-    return (os.environ.get("GRADER_LEARNER") or os.environ.get("JUPYTERHUB_USER")
+    return (defaults.setting("GRADER_LEARNER") or os.environ.get("JUPYTERHUB_USER")
             or getpass.getuser())
 
 
@@ -141,7 +141,7 @@ def submit(exercise: str) -> None:
         notebook = json.load(handle)
     saved = time.strftime("%H:%M:%S", time.localtime(os.path.getmtime(path)))
     print(f"Sent the version saved at {saved}, after you ran this cell.", flush=True)
-    url = (os.environ.get("GRADER_URL") or defaults.grader_url()).rstrip("/")
+    url = (defaults.setting("GRADER_URL") or defaults.grader_url()).rstrip("/")
     body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
     sent = _call(urllib.request.Request(url + "/api/submissions", data=body,
                                         headers={"Content-Type": "application/json",

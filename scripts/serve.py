@@ -90,7 +90,7 @@ def learner_id() -> str:
     operating-system user. The pages (``?learner=`` in the site URL, remembered)
     and the notebooks' submit cells ($GRADER_LEARNER in JupyterLab's kernels) both
     submit as this id without asking; a class deployment takes it from sign-in."""
-    return os.environ.get("GRADER_LEARNER") or getpass.getuser()
+    return setting("GRADER_LEARNER") or getpass.getuser()
 
 
 def site_url(token: str, learner: str) -> str:

@@ -50,11 +50,11 @@ env = os.environ.get
 HOST = setting("HOST")
 PORT = int(setting("PORT"))
 PUBLIC = hub_public_url()  # what browsers open
-STATE = Path(env("HUB_STATE", str(REPO / ".hub-state"))).resolve()
+STATE = Path(setting("HUB_STATE")).resolve()
 STATE.mkdir(mode=0o700, parents=True, exist_ok=True)
 STATE.chmod(0o700)
-LEARNERS = env("HUB_LEARNERS_GROUP", "course-learners")
-INSTRUCTORS = env("HUB_INSTRUCTORS_GROUP", "course-instructors")
+LEARNERS = setting("HUB_LEARNERS_GROUP")
+INSTRUCTORS = setting("HUB_INSTRUCTORS_GROUP")
 PYTHON = sys.executable  # the venv's interpreter (reachable by learners: course_spawner)
 
 # -- the hub, its proxy, its state ---------------------------------------------
@@ -96,7 +96,7 @@ def _groups(authenticator, handler, authentication):
 
 c.Authenticator.post_auth_hook = _groups
 # Hub admins (comma-separated user names) see the class too, and the hub's admin page.
-c.Authenticator.admin_users = {n.strip() for n in env("HUB_ADMINS", "").split(",") if n.strip()}
+c.Authenticator.admin_users = {n.strip() for n in setting("HUB_ADMINS").split(",") if n.strip()}
 
 # -- who may do what (JupyterHub scopes) -----------------------------------------
 c.JupyterHub.load_roles = [
