@@ -261,3 +261,30 @@ def test_the_submit_cell_finds_its_defaults_in_a_learners_home(tmp_path):
     assert kernel.returncode == 0, kernel.stderr
     assert kernel.stdout.split() == [str(home / ".course-lib" / "autograder" / "defaults.py"), "True",
                            f"http://{defaults.HOST}:{defaults.GRADER_PORT}"]
+
+
+DOCS = ["README.md", "autograder/SERVICE.md", "deploy/README.md", "benchmarks/README.md"]
+STATED = re.compile(r"`(--[a-z-]+|GRADER_[A-Z_]+)(?: [A-Z]+)?`\s*(?:\([^)]*?default\s+)?"
+                    r"([0-9][0-9.]*)(\s*MiB)?")
+
+
+def stated_defaults(text):
+    """``[(flag or variable, number said)]`` where prose says a setting's default:
+    "`GRADER_TIMEOUT` 20 s", "`--timeout S` (per submission, default 60)", "5 MiB"."""
+    return [(name, float(number) * (2**20 if mib else 1))
+            for name, number, mib in STATED.findall(text)]
+
+
+def test_the_documentation_states_the_defaults_the_table_holds():
+    """Prose may say a default (a reader needs it there); it must be the table's."""
+    assert stated_defaults("`GRADER_MAX_BYTES` 5 MiB; `--timeout S` (per submission, default\n60)") \
+        == [("GRADER_MAX_BYTES", 5 * 2**20), ("--timeout", 60.0)]
+    wrong = []
+    for doc in DOCS:
+        for name, number in stated_defaults((REPO / doc).read_text()):
+            rows = [s for s in defaults.SETTINGS if name in (s.flag, *s.env[:1])]
+            values = {float(s.default.count if isinstance(s.default, defaults.Rate) else s.default)
+                      for s in rows if isinstance(s.default, (int, float, tuple))}
+            if rows and number not in values:
+                wrong.append(f"{doc}: {name} said {number:g}, the table holds {sorted(values)}")
+    assert not wrong, "\n".join(wrong)
