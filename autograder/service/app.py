@@ -379,7 +379,11 @@ class Health(Base):
             if not workers and answer["waiting"]:
                 answer["problems"].append(f"no grading worker has reported in the last 30 s; "
                                           f"{answer['waiting']} submission(s) wait")
-        answer["warnings"] = await self.db(self.points_warnings)
+        try:  # the gradebook may live in the same database, away with it
+            answer["warnings"] = await self.db(self.points_warnings)
+        except SQLAlchemyError as exc:
+            answer["warnings"] = []
+            answer["problems"].append(f"nbgrader's gradebook: {storage_problem(exc)}")
         answer["ok"] = not answer["problems"]
         self.send(200 if answer["ok"] else 503, answer)
 
