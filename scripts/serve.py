@@ -16,6 +16,7 @@ import getpass
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -129,9 +130,21 @@ def write_local_json(learner: str) -> tuple[str, str]:
 def restore_local_json(before: str, written: str) -> None:
     """Put back what :func:`write_local_json` found, unless another run has written since:
     a make serve started while another runs (on other ports) and stopped first leaves
-    the pages to the one still running, and the last one stopped leaves ``{}``."""
+    the pages to the one still running, and the last one stopped leaves ``{}``. What
+    it found is put back only while that run's site still answers: one that stopped
+    meanwhile would leave the pages sending work to servers that are gone."""
     if LOCAL_JSON.exists() and LOCAL_JSON.read_text() == written:
-        LOCAL_JSON.write_text(before)
+        LOCAL_JSON.write_text(before if _site_listens(before) else "{}\n")
+
+
+def _site_listens(local: str) -> bool:
+    """Whether the site server a course-local.json text names still accepts connections."""
+    try:
+        port = int(json.loads(local).get("sitePort"))
+        with socket.create_connection((HOST, port), timeout=2):
+            return True
+    except (ValueError, TypeError, AttributeError, OSError):
+        return False
 
 
 def services(token: str, learner: str) -> list[Server]:

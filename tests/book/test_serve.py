@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from autograder import defaults
 from tests.course import BIN, REPO
+from tests.processes import free_port
 
 sys.path.insert(0, str(REPO / "scripts"))
 import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)
@@ -161,11 +162,28 @@ def test_a_make_serve_stopped_inside_another_leaves_the_pages_to_the_one_running
     """Two make serve runs of one checkout (other ports) share _static/course-local.json:
     the inner one stopping puts back the outer one's servers, the last one leaves {}."""
     monkeypatch.setattr(serve, "LOCAL_JSON", tmp_path / "_static" / "course-local.json")
-    monkeypatch.setenv("JUPYTER_PORT", "9001")
+    with socket.create_server((serve.HOST, 0)) as outer_site:  # the outer run's site answers
+        monkeypatch.setenv("PORT", str(outer_site.getsockname()[1]))
+        monkeypatch.setenv("JUPYTER_PORT", "9001")
+        outer = serve.write_local_json("ada")
+        monkeypatch.setenv("PORT", str(free_port()))
+        monkeypatch.setenv("JUPYTER_PORT", "9002")
+        inner = serve.write_local_json("ada")
+        serve.restore_local_json(*inner)
+        assert json.loads(serve.LOCAL_JSON.read_text())["jupyter"].endswith(":9001")
+        serve.restore_local_json(*outer)
+    assert json.loads(serve.LOCAL_JSON.read_text()) == {}
+
+
+def test_a_make_serve_outliving_the_one_it_started_inside_leaves_no_stale_servers(tmp_path, monkeypatch):
+    """The outer run stops first: the inner one, stopping last, leaves {} rather than
+    the outer run's servers, which are gone (the pages would send work to them)."""
+    monkeypatch.setattr(serve, "LOCAL_JSON", tmp_path / "_static" / "course-local.json")
+    monkeypatch.setenv("PORT", str(free_port()))  # nothing answers there once it stopped
     outer = serve.write_local_json("ada")
-    monkeypatch.setenv("JUPYTER_PORT", "9002")
+    monkeypatch.setenv("PORT", str(free_port()))
     inner = serve.write_local_json("ada")
+    serve.restore_local_json(*outer)  # another run wrote since: left alone
+    assert json.loads(serve.LOCAL_JSON.read_text()) == json.loads(inner[1])
     serve.restore_local_json(*inner)
-    assert json.loads(serve.LOCAL_JSON.read_text())["jupyter"].endswith(":9001")
-    serve.restore_local_json(*outer)
     assert json.loads(serve.LOCAL_JSON.read_text()) == {}

@@ -301,7 +301,9 @@ def test_a_grader_that_cannot_isolate_says_so(released_course, tmp_path):
     """Without CAP_SYS_ADMIN (a container's root) ``unshare`` fails: the grader's log says
     that learner code runs with the machine's network, and the grade still comes when the
     sandbox uid can reach the interpreter; when it cannot (pyenv's under root's home),
-    the result says so and how to fix it, instead of an ImportError in learner code."""
+    it is a grader fault whose reason (and how to fix it) the instructor reads, in the
+    progress line and the result's ``extra_data.fault``, instead of an ImportError in
+    learner code."""
     nb = with_answer(released_notebook(released_course), (SAMPLES / "reference.py").read_text())
     (tmp_path / "ada.ipynb").write_text(json.dumps(nb))
     argv = ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", sys.executable,
@@ -312,9 +314,12 @@ def test_a_grader_that_cannot_isolate_says_so(released_course, tmp_path):
     result = json.loads((tmp_path / "out" / "ada" / "results.json").read_text())
     if _readable_by_others(Path(os.path.realpath(sys.base_prefix)) / "lib"):
         assert result["score"] == 10
-    else:
-        assert "learner code cannot run: without mount namespaces its uid cannot reach this " \
-               "Python" in result["output"] and "PYTHON=" in result["output"]
+    else:  # a grader fault: the learner reads plain words, whoever runs the grader why
+        assert result["output"] == ("the grader failed on this submission (RuntimeError); "
+                                    "please tell your instructor")
+        why = "learner code cannot run: without mount namespaces its uid cannot reach this Python"
+        assert why in result["extra_data"]["fault"] and "PYTHON=" in result["extra_data"]["fault"]
+        assert f"[RuntimeError: {why}" in done.stdout
     assert "WITHOUT network and mount isolation: unshare(CLONE_NEWNS | CLONE_NEWNET) failed: " \
            "Operation not permitted" in done.stderr
     # and with the capability, nothing is said

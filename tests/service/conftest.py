@@ -2,6 +2,7 @@
 they are: tests/service/running.py; what is handed in: tests/service/submissions.py)."""
 import random
 import shutil
+import socket
 
 import pytest
 
@@ -36,8 +37,21 @@ def new_service(course_template, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def site_port():
-    return free_port()
+def site_socket():
+    """A listening socket on loopback, held for the session: the course site's port
+    (tests/service/test_browser.py serves the site on it). Bound now, so no server of
+    another test (another worker's make serve) can take the port before the site does."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    yield sock
+    sock.close()
+
+
+@pytest.fixture(scope="session")
+def site_port(site_socket):
+    """The course site's port: the services allow its origin (CORS)."""
+    return site_socket.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,10 @@ The session's site build (``built_site``: the strict, incremental command of
 through CORS, found via ``?grader=<url>`` given once, on another page of the
 site (as in the URL ``make serve`` prints), and remembered.
 """
+import functools
+import http.server
 import json
-import subprocess
-import sys
-import time
-import urllib.request
+import threading
 from urllib.parse import urlparse
 
 import pytest
@@ -20,21 +19,24 @@ PAGE = "book/exercises/update_with_donate.html"
 
 
 @pytest.fixture(scope="module")
-def site(built_site, site_port):
-    """The session's site build, served at http://127.0.0.1:<site_port>/."""
-    proc = subprocess.Popen([sys.executable, "-m", "http.server", str(site_port), "--bind",
-                             "127.0.0.1", "--directory", str(built_site)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{site_port}/"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url, timeout=5)
-            break
-        except OSError:
-            time.sleep(0.1)
-    yield url
-    proc.terminate()
-    proc.wait()
+def site(built_site, site_socket):
+    """The session's site build, served at http://127.0.0.1:<site_port>/ from the socket
+    the session holds for it (a thread of this process: no other server can answer there)."""
+    handler = functools.partial(Quiet, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(site_socket.getsockname(), handler,
+                                             bind_and_activate=False)
+    server.socket.close()
+    server.socket = site_socket
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{site_socket.getsockname()[1]}/"
+    server.shutdown()
+    thread.join()
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # a line per request is noise in the test's output
+        pass
 
 
 def test_submit_from_the_exercise_page(site, service, browser, course_template, tmp_path):
@@ -52,9 +54,14 @@ def test_submit_from_the_exercise_page(site, service, browser, course_template, 
         page.fill("#grader-learner", "web-learner")
         page.set_input_files("#grader-file", str(path))
         page.click("#grader-submit")
-        page.wait_for_function(  # graded, or refused: either ends the wait
-            "() => /^(Graded|Not graded)/.test(document.querySelector('#grader-status')"
-            ".textContent)", timeout=300_000)
+        try:
+            page.wait_for_function(  # graded, or refused: either ends the wait
+                "() => /^(Graded|Not graded)/.test(document.querySelector('#grader-status')"
+                ".textContent)", timeout=300_000)
+        except Exception:  # say where it stopped: the page's words, whom it asked, the service's log
+            pytest.fail(f"not graded in 300 s; the page says {page.inner_text('#grader-status')!r}; "
+                        f"requests: {[u for u in requests if service.url in u or site in u][-8:]}; "
+                        f"service log:\n{service.log.read_text()[-2000:]}")
         assert page.inner_text("#grader-status").startswith("Graded."), \
             page.inner_text("#grader-status")
         assert page.inner_text(".grader-score").startswith(f"Score: {score}")
@@ -85,7 +92,8 @@ def test_every_exercise_page_has_a_submit_form(site, browser, exercise):
     page = browser.new_page()
     page.goto(f"{site}book/exercises/{exercise}.html")
     form = page.locator(f"[data-grader-exercise={exercise}] form")
-    assert form.locator("#grader-learner").is_visible()
+    # grader.js draws the form once course-run.js has asked for make serve's servers
+    form.locator("#grader-learner").wait_for(state="visible", timeout=30_000)
     assert form.locator("#grader-file").count() == 1
     assert form.locator("#grader-submit").is_visible()
     page.close()
