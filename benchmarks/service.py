@@ -218,7 +218,7 @@ def main():
     print(f"seconds per submission and worker (from {best['workers']} worker(s)): {per_slot:.2f}")
     for n in (1, 2, 4, 8, 16, 32):
         median, worst = predict(per_slot, args.learners, args.seconds, n)
-        print(f"  predicted with {n:2d} worker(s): median {median:.0f} s, max {worst:.0f} s")
+        print(f"  predicted with {n:2d} worker(s): median {median:.1f} s, max {worst:.1f} s")
 
 
 if __name__ == "__main__":
