@@ -58,7 +58,8 @@ def main(argv=None):
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     with Lines() as lines:
         refused = pipeline.grade_all(source, ResultsFolder(args.out), limits,
-                               slots=range(max(1, args.jobs)), force=args.force, progress=lines)
+                                     slots=range(max(1, args.jobs)), force=args.force,
+                                     progress=lines)
     return 1 if refused else 0
 
 

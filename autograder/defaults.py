@@ -276,17 +276,18 @@ SETTINGS = (
 )
 """Every setting of the course, each once."""
 
-SERVICE = ("GRADER_HOST", "GRADER_PORT", "GRADER_DB", "GRADER_COURSE", "GRADER_RECORDED",
-           "GRADER_ORIGINS", "GRADER_MAX_BYTES", "GRADER_RATE", "GRADER_MAX_PER_LEARNER",
-           "GRADER_MAX_PER_CLIENT", "GRADER_MAX_QUEUE", "GRADER_HEADER_TIMEOUT",
-           "GRADER_BODY_TIMEOUT", "GRADER_JOBS", "GRADER_SLOT_BASE", "GRADER_TIMEOUT",
-           "GRADER_MEMORY_MIB", "GRADER_LEASE", "GRADER_AUTH")
-"""The settings of ``python -m autograder.service``, in ``--help``'s order."""
 STORE = ("GRADER_DB", "GRADER_COURSE", "GRADER_RECORDED")
 """What every process of the service takes (the instructor's commands too)."""
-WORKER = STORE + ("GRADER_JOBS", "GRADER_SLOT_BASE", "GRADER_TIMEOUT", "GRADER_MEMORY_MIB",
-                  "GRADER_LEASE")
+GRADING = ("GRADER_JOBS", "GRADER_SLOT_BASE", "GRADER_TIMEOUT", "GRADER_MEMORY_MIB",
+           "GRADER_LEASE")
+"""What a process of the service that grades takes besides :data:`STORE`."""
+WORKER = STORE + GRADING
 """The settings of ``python -m autograder.service.worker``."""
+SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_BYTES",
+                   "GRADER_RATE", "GRADER_MAX_PER_LEARNER", "GRADER_MAX_PER_CLIENT",
+                   "GRADER_MAX_QUEUE", "GRADER_HEADER_TIMEOUT", "GRADER_BODY_TIMEOUT",
+                   *GRADING, "GRADER_AUTH")
+"""The settings of ``python -m autograder.service``, in ``--help``'s order."""
 CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The grading settings of ``python -m autograder``."""
 GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")

@@ -323,17 +323,22 @@ def build_main(argv):
     return 0
 
 
-def main(argv=None):
-    """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
+def parse_run(argv):
+    """The options of ``python -m autograder.gradescope run EXERCISE ...``."""
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope")
     p.add_argument("command", choices=["run"])
     p.add_argument("exercise", choices=exercises.names())
     options.add(p, *defaults.GRADESCOPE)
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    """``python -m autograder.gradescope run EXERCISE ...``: what ``run_autograder`` calls."""
+    args = parse_run(argv)
     root = Path(os.environ.get(ROOT_ENV) or "/autograder")
     start = time.monotonic()
     result = grade_upload(root, args.exercise, args.visibility,
-                 sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
+                          sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
     # For the instructor only (Gradescope keeps stdout from learners by default).
     print(f"{result.score:g}/{result.max_score:g} {result.status} "
           f"in {time.monotonic() - start:.1f} s: {result.output[:200]!r}")

@@ -94,36 +94,14 @@ def _without_course_environment(monkeypatch):
 def _parsers():
     """``{program: (parse(argv) -> options, its settings)}`` for every program that takes
     settings, parsed as each does."""
-    import argparse
-
     from autograder import __main__ as cli, gradescope
-    from autograder.service import __main__ as service, config
-
-    def worker(argv):
-        p = config.parser("worker", "")
-        config.add_grading_options(p)
-        return p.parse_args(argv)
-
-    def gradescope_run(argv):
-        real = argparse.ArgumentParser.parse_args
-        caught = {}
-
-        def keep(self, args=None, namespace=None):
-            caught["args"] = real(self, args, namespace)
-            raise SystemExit(0)
-        argparse.ArgumentParser.parse_args = keep
-        try:
-            gradescope.main(["run", "update_with_donate", *argv])
-        except SystemExit:
-            pass
-        finally:
-            argparse.ArgumentParser.parse_args = real
-        return caught["args"]
+    from autograder.service import __main__ as service, worker
 
     return {"service": (service.parse, defaults.SERVICE),
-            "worker": (worker, defaults.WORKER),
+            "worker": (worker.parse, defaults.WORKER),
             "cli": (lambda argv: cli.parse(["x.ipynb", "--out", "o", *argv]), defaults.CLI),
-            "gradescope": (gradescope_run, defaults.GRADESCOPE)}
+            "gradescope": (lambda argv: gradescope.parse_run(["run", "update_with_donate", *argv]),
+                           defaults.GRADESCOPE)}
 
 
 def test_every_program_takes_its_settings_from_the_table(monkeypatch):

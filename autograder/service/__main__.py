@@ -17,15 +17,9 @@ from autograder.service import config
 from autograder.service.app import DRAIN_BYTES, Settings, make_app
 from autograder.service.store import Caps
 
-API = tuple(n for n in defaults.SERVICE if n not in defaults.WORKER)
-"""The settings of the HTTP API alone (the rest are a grading process's)."""
-
-
 def parse(argv):
-    p = config.parser("python -m autograder.service", "The course's grading service (HTTP API).")
-    options.add(p, *(n for n in API if n != "GRADER_AUTH"))
-    config.add_grading_options(p)
-    options.add(p, "GRADER_AUTH")
+    p = config.parser("python -m autograder.service", "The course's grading service (HTTP API).",
+                      defaults.SERVICE)
     args = p.parse_args(argv)
     if args.origins is None:  # the course site on PORT, by each name it is opened at
         site = defaults.setting("PORT")

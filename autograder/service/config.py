@@ -19,17 +19,13 @@ from autograder import defaults, options
 log = logging.getLogger("autograder.service")
 
 
-def parser(prog, description):
-    """An argument parser with the options every process of the service takes
-    (:data:`~autograder.defaults.STORE`)."""
+def parser(prog, description, names=defaults.STORE):
+    """An argument parser with the options of settings ``names``: by default what every
+    process of the service takes (:data:`~autograder.defaults.STORE`, the instructor's
+    commands); the service and a worker name theirs (``defaults.SERVICE``, ``WORKER``)."""
     p = argparse.ArgumentParser(prog=prog, description=description)
-    options.add(p, *defaults.STORE)
+    options.add(p, *names)
     return p
-
-
-def add_grading_options(p):
-    """The options of a process that grades (:data:`~autograder.defaults.WORKER`'s rest)."""
-    options.add(p, *(n for n in defaults.WORKER if n not in defaults.STORE))
 
 
 def setup_logging():

@@ -11,16 +11,21 @@ import signal
 import sys
 import threading
 
+from autograder import defaults
 from autograder.service import config
 
 
-def main(argv=None):
+def parse(argv):
     p = config.parser("python -m autograder.service.worker",
-                      "A grading worker of the course's grading service.")
-    config.add_grading_options(p)
+                      "A grading worker of the course's grading service.", defaults.WORKER)
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error("--jobs must be at least 1 for a worker")
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
     config.setup_logging()
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
