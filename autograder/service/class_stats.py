@@ -3,25 +3,41 @@ from the store at request time (no HTML here: :mod:`autograder.service.class_pag
 renders them, :mod:`autograder.service.class_plots` draws them).
 
 A failing check's *observation* is the ``Got:`` line of its feedback
-(:mod:`autograder.feedback`) with every number replaced by ``#``: two learners
-whose state is alive after a call that donated 0 of 2 arguments and 1 of 3 are
-stuck on the same thing, so they count as one group.
+(:mod:`autograder.feedback`) with only what varies with the random inputs or
+with the learner's layout blanked (:func:`observation`): float values, the index
+and size of the largest difference, how many elements differ, a line number and
+the quoted line of code. Counts and shapes stay: "donates 0 of its 2 arguments"
+(no donation) and "donates 1 of its 2 arguments" (the wrong one) are two
+mistakes, and two learners who donated nothing with different random inputs are
+one.
 """
 import re
 from collections import defaultdict
 
 from autograder.service.class_view import summary
 
-NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?(?!\w)")  # not in float32
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+CODE = re.compile(r"`[^`]*`?")  # the learner's own line, quoted by feedback.where_text
+# integers that vary with the inputs or the layout: by the word before (or after) them
+PLACED = re.compile(rf"(?<![\w.])(index|line|difference is|relative|got|expected)( )"
+                    rf"({_NUM}|\({_NUM}(?:, ?{_NUM})*,?\))(?!\w|\.\d)")
+DIFFER = re.compile(rf"(?<![\w.])({_NUM})( of \d+ elements? differ)")
+FLOAT = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+(?=[eE]))(?:[eE][-+]?\d+)?(?!\w|\.\d)")
 GOT = "Got:"
 
 
 def observation(output):
     """The normalised observation of a failed check's ``output`` (str): its ``Got:``
-    line (the first line when it has none), numbers as ``#``, spaces squeezed."""
+    line (the first line when it has none), spaces squeezed, with ``#`` for each float
+    value, for the integers :data:`PLACED` and :data:`DIFFER` name (an index, a line
+    number, a difference, how many elements differ) and ``\u2026`` for quoted code.
+    Other integers (counts of arguments, leaves, calls; shapes; byte totals) stay."""
     lines = [line.strip() for line in (output or "").splitlines() if line.strip()]
     got = next((line for line in lines if line.startswith(GOT)), lines[0] if lines else "")
-    return " ".join(NUMBER.sub("#", got).split())
+    got = CODE.sub("`\u2026`", got)
+    got = PLACED.sub(lambda m: m[1] + m[2] + "#", got)
+    got = DIFFER.sub(lambda m: "#" + m[2], got)
+    return " ".join(FLOAT.sub("#", got).split())
 
 
 def class_data(store, rule, deadlines=None):

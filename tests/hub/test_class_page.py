@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.service import class_stats
 from tests.browser.pages import axe_violations, screenshot
 from tests.course import REPO
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
@@ -60,15 +61,12 @@ def set_due(hub, when):
 
 def expected_groups(view):
     """``{check: {(observation, count, learners)}}`` from ``api/class``'s feedback:
-    each failed check's ``Got:`` line, its numbers as ``#``."""
+    each failed check's observation, grouped as the page should group it."""
     groups = defaultdict(lambda: defaultdict(list))
     for name, who in sorted(view["learners"].items()):
         for test in who["feedback"]:
             if test["status"] != "passed":
-                lines = [ln.strip() for ln in test["output"].splitlines() if ln.strip()]
-                got = next((ln for ln in lines if ln.startswith("Got:")), lines[0] if lines else "")
-                obs = " ".join(re.sub(r"(?<![\w.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?(?!\w)",
-                                      "#", got).split())
+                obs = class_stats.observation(test["output"])  # its own tests: test_class_page
                 groups[test["name"]][obs].append(name)
     return {check: {(obs, len(who), tuple(who)) for obs, who in by.items()}
             for check, by in groups.items()}
