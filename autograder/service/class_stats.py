@@ -14,7 +14,9 @@ one.
 import re
 from collections import defaultdict
 
+from autograder.judge import hidden_tests
 from autograder.service.class_view import summary
+from autograder.service.roster import Roster
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 CODE = re.compile(r"`[^`]*`?")  # the learner's own line, quoted by feedback.where_text
@@ -40,30 +42,53 @@ def observation(output):
     return " ".join(FLOAT.sub("#", got).split())
 
 
-def class_data(store, rule, deadlines=None):
+def class_data(store, rule, deadlines=None, roster=None):
     """``{"exercises": {name: {...}}, "progress": {learner: {...}}}`` (see :func:`_progress`).
+
+    ``roster`` (:class:`~autograder.service.roster.Roster`, or None: whoever submitted):
+    every learner of it has a row in every exercise, submitted or not, every released
+    exercise is listed, and instructors' submissions are left out.
 
     Per exercise: ``max_score``, ``recorded_rule``, ``due`` (the course's due date,
     aware UTC datetime or None), ``learners`` (a list of rows, by name: ``learner``,
-    ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool),
+    ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool), ``signed_in``
+    (True, False: never signed in to the hub, None: not known),
     ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
     failed checks: ``name``, ``output``)), ``checks`` (``name``, ``passed``,
     ``learners``, ``pass_rate``, ``groups``: ``[{"observation", "count",
     "learners"}]``, most learners first), ``scores`` (recorded scores, floats) and
     ``times`` (each submission's epoch seconds, oldest first; regrades left out).
     """
-    rows = store.submissions()
+    roster = roster or Roster()
+    rows = roster.learner_rows(store.submissions())
     view = summary(store, rule, deadlines, rows)
     times = defaultdict(list)
     for row in rows:
         if not row["regrade"]:
             times[(row["exercise"], row["learner"])].append(row["submitted_at"])
-    exercises = {name: _exercise(name, ex, times, deadlines) for name, ex in sorted(view.items())}
-    return {"exercises": exercises, "progress": _progress(exercises, store.runs())}
+    exercises = {name: _exercise(name, view.get(name) or _untried(name, rule), times, deadlines, roster)
+                 for name in sorted(set(view) | set(roster.exercises))}
+    runs = {who: r for who, r in store.runs().items() if who not in roster.instructors}
+    return {"exercises": exercises, "progress": _progress(exercises, runs)}
 
 
-def _exercise(name, ex, times, deadlines):
-    learners = [_learner(who, w, times.get((name, who), [])) for who, w in sorted(ex["learners"].items())]
+def _untried(name, rule):
+    """The summary of a released exercise nobody submitted (its points from its hidden tests)."""
+    try:
+        points = sum(p for _, _, p in hidden_tests(name))
+    except Exception:  # released in nbgrader, unknown to this grader: no points to say
+        points = None
+    return {"max_score": points, "recorded_rule": rule, "learners": {}, "checks": []}
+
+
+NOBODY = {"submissions": 0, "recorded": None, "best": None, "latest": None,
+          "late_seconds": 0.0, "penalty": 0.0, "feedback": []}
+
+
+def _exercise(name, ex, times, deadlines, roster):
+    known = dict.fromkeys(roster.learners, NOBODY) | ex["learners"]
+    learners = [_learner(who, w, times.get((name, who), []), roster.learners.get(who))
+                for who, w in sorted(known.items())]
     groups = _groups(learners)
     checks = [dict(c, groups=groups.get(c["name"], [])) for c in ex["checks"]]
     return {"max_score": ex["max_score"], "recorded_rule": ex["recorded_rule"],
@@ -73,8 +98,11 @@ def _exercise(name, ex, times, deadlines):
             "times": sorted(t for (exercise, _), ts in times.items() if exercise == name for t in ts)}
 
 
-def _learner(name, w, times):
-    return {"learner": name, "recorded": w["recorded"], "best": w["best"], "latest": w["latest"],
+def _learner(name, w, times, signed_in):
+    if signed_in is False and w["submissions"]:  # submitted before the hub knew them
+        signed_in = True
+    return {"learner": name, "signed_in": signed_in,
+            "recorded": w["recorded"], "best": w["best"], "latest": w["latest"],
             "submissions": w["submissions"], "late": w["late_seconds"] > 0,
             "late_seconds": w["late_seconds"], "penalty": w["penalty"], "last_activity": max(times, default=None),
             "failed": [{"name": t["name"], "output": t["output"]} for t in w["feedback"]
@@ -101,6 +129,9 @@ def _progress(exercises, runs):
     progress = defaultdict(lambda: {"exercises": {}, "lessons": {}})
     for name, ex in exercises.items():
         for row in ex["learners"]:
+            progress[row["learner"]]  # every learner has a row, who never submitted too
+            if not row["submissions"] and row["recorded"] is None:
+                continue  # "not started"
             full = row["recorded"] is not None and row["recorded"] >= (ex["max_score"] or 0)
             progress[row["learner"]]["exercises"][name] = {
                 "recorded": row["recorded"], "max_score": ex["max_score"], "done": full}
