@@ -14,7 +14,6 @@ one.
 import re
 from collections import defaultdict
 
-from autograder.judge import hidden_tests
 from autograder.service.class_view import summary
 from autograder.service.roster import Roster
 
@@ -66,18 +65,15 @@ def class_data(store, rule, deadlines=None, roster=None):
     for row in rows:
         if not row["regrade"]:
             times[(row["exercise"], row["learner"])].append(row["submitted_at"])
-    exercises = {name: _exercise(name, view.get(name) or _untried(name, rule), times, deadlines, roster)
+    exercises = {name: _exercise(name, view.get(name) or _untried(rule, roster.points.get(name)),
+                                 times, deadlines, roster)
                  for name in sorted(set(view) | set(roster.exercises))}
     runs = {who: r for who, r in store.runs().items() if who not in roster.instructors}
     return {"exercises": exercises, "progress": _progress(exercises, runs)}
 
 
-def _untried(name, rule):
-    """The summary of a released exercise nobody submitted (its points from its hidden tests)."""
-    try:
-        points = sum(p for _, _, p in hidden_tests(name))
-    except Exception:  # released in nbgrader, unknown to this grader: no points to say
-        points = None
+def _untried(rule, points):
+    """The summary of a released exercise nobody submitted (``points``: the gradebook's)."""
     return {"max_score": points, "recorded_rule": rule, "learners": {}, "checks": []}
 
 

@@ -18,11 +18,13 @@ from nbgrader.api import Gradebook
 class Roster:
     """``learners``: ``{name: signed_in}`` (True, False: never signed in to the hub,
     None: no hub to ask); ``instructors``: names (frozenset); ``exercises``: the
-    released exercises' names (tuple, sorted)."""
+    released exercises' names (tuple, sorted); ``points``: ``{exercise: max_score}``
+    as the gradebook has them (floats)."""
 
     learners: dict = field(default_factory=dict)
     instructors: frozenset = frozenset()
     exercises: tuple = ()
+    points: dict = field(default_factory=dict)
 
     def learner_rows(self, rows):
         """``rows`` (the store's submissions, dicts with ``learner``) without instructors'."""
@@ -34,13 +36,14 @@ def of_gradebook(url, hub=None):
     ``hub`` is given (:meth:`HubIdentity.users`' dict), the hub's users."""
     with Gradebook(url) as gb:
         students = [s.id for s in gb.students]
-        exercises = tuple(sorted(a.name for a in gb.assignments))
+        points = {a.name: a.max_score for a in gb.assignments}
+    exercises = tuple(sorted(points))
     if hub is None:
-        return Roster({name: None for name in students}, frozenset(), exercises)
+        return Roster({name: None for name in students}, frozenset(), exercises, points)
     instructors = frozenset(name for name, u in hub.items() if u["instructor"])
     learners = {name: False for name in students if name not in instructors}
     learners.update({name: u["signed_in"] for name, u in hub.items() if not u["instructor"]})
-    return Roster(dict(sorted(learners.items())), instructors, exercises)
+    return Roster(dict(sorted(learners.items())), instructors, exercises, points)
 
 
 def enroll(url, names):
