@@ -66,14 +66,20 @@ class _Instructors(Base):
 
     async def roster(self):
         """The course's :class:`~autograder.service.roster.Roster`: the gradebook's
-        students and exercises, and the hub's users (without them, with a warning in
-        the log, when the hub does not answer)."""
+        students and exercises, and the hub's users (either left out, with a warning
+        in the log, when it cannot be read: the class views still answer)."""
         try:
             hub = await self.settings_.identity.users()
-        except Exception as exc:  # the gradebook's roster is still one
+        except Exception as exc:
             log.warning("the hub's users could not be read for the roster (%s)", exc)
             hub = None
-        return await self.db(roster.of_gradebook, self.application.settings["mirror"].url, hub)
+        try:
+            students, points = await self.db(roster.read_gradebook,
+                                             self.application.settings["mirror"].url)
+        except Exception as exc:
+            log.warning("the gradebook's students could not be read for the roster (%s)", exc)
+            students, points = [], {}
+        return roster.combine(students, points, hub)
 
 
 class Class(_Instructors):
@@ -83,8 +89,8 @@ class Class(_Instructors):
             self.store, self.settings_.recorded, self.application.settings["mirror"].deadlines,
             course.learner_rows(self.store.submissions())))
         for name in course.exercises:
-            view.setdefault(name, {"max_score": None, "recorded_rule": self.settings_.recorded,
-                                   "learners": {}, "checks": []})
+            view.setdefault(name, {"max_score": course.points[name], "learners": {}, "checks": [],
+                                   "recorded_rule": self.settings_.recorded})
         learners = {who: {"signed_in": signed_in, "submitted": sorted(
             name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions"))}
             for who, signed_in in course.learners.items()}

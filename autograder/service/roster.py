@@ -34,9 +34,19 @@ class Roster:
 def of_gradebook(url, hub=None):
     """The :class:`Roster` of the gradebook at ``url`` (a SQLAlchemy URL) and, when
     ``hub`` is given (:meth:`HubIdentity.users`' dict), the hub's users."""
+    return combine(*read_gradebook(url), hub)
+
+
+def read_gradebook(url):
+    """``(students, points)``: nbgrader's students' ids (list) and ``{exercise:
+    max_score}`` of the gradebook at ``url``."""
     with Gradebook(url) as gb:
-        students = [s.id for s in gb.students]
-        points = {a.name: a.max_score for a in gb.assignments}
+        return [s.id for s in gb.students], {a.name: a.max_score for a in gb.assignments}
+
+
+def combine(students, points, hub=None):
+    """The :class:`Roster` of nbgrader's ``students``, the exercises of ``points`` and
+    the ``hub``'s users (None: no hub to ask)."""
     exercises = tuple(sorted(points))
     if hub is None:
         return Roster({name: None for name in students}, frozenset(), exercises, points)
