@@ -24,6 +24,7 @@ FIXTURES = {
     "tests.grading.test_exercises.graded": {"grader"},
     "tests.grading.test_samples.graded": {"grader"},
     "tests.grading.test_samples.autograded": {"nbgrader"},
+    "tests.service.test_roster.made_gradebook": {"nbgrader"},  # nbgrader db's commands
     "tests.grading.test_hostile.hostile": {"grader"},
     "tests.grading.test_gradescope.zips": {"grader"},
     "tests.grading.test_gradescope.hostile_zip": {"grader"},

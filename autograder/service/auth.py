@@ -30,6 +30,8 @@ from tornado.httpclient import AsyncHTTPClient
 
 INSTRUCTORS = "instructors"
 ADMIN_CACHE_SECONDS = 60
+PAGINATION = "application/jupyterhub-pagination+json"  # the hub's paged listings
+USERS_PAGE = 200  # the hub's largest page (JupyterHub.api_page_max_limit)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,24 @@ class HubIdentity:
         admin = reply.code == 200 and bool(tornado.escape.json_decode(reply.body).get("admin"))
         self._admins[name] = (admin, time.monotonic())
         return admin
+
+    async def users(self):
+        """Every hub user: ``{name: {"instructor": bool, "signed_in": bool}}``, asked
+        with the service's own token (role: ``list:users``, ``read:users``), page by
+        page; ``signed_in``: the hub has seen them active (a configured admin who
+        never came has not)."""
+        users, offset = {}, 0
+        while offset is not None:
+            url = url_path_join(self.hub_auth.api_url, f"users?offset={offset}&limit={USERS_PAGE}")
+            reply = await AsyncHTTPClient().fetch(url, headers={
+                "Authorization": f"token {self.hub_auth.api_token}", "Accept": PAGINATION})
+            page = tornado.escape.json_decode(reply.body)
+            for model in page["items"]:
+                users[model["name"]] = {
+                    "instructor": self.instructors_group in model.get("groups", ()) or bool(model.get("admin")),
+                    "signed_in": model.get("last_activity") is not None}
+            offset = (page["_pagination"].get("next") or {}).get("offset")
+        return users
 
     def sign_in_url(self, next_path):
         """Where a browser signs in to this service, then comes back to ``next_path``."""

@@ -50,13 +50,13 @@ def render(data, site="../course/book/intro.html"):
 
 def _exercise(name, ex):
     learners = ex["learners"]
-    started = len(learners)
+    started = sum(1 for r in learners if r["submissions"])
     graded = len(ex["scores"])
     due = f", due {ex['due']:%Y-%m-%d %H:%M} UTC" if ex["due"] else ""
     return (
         f'<section class="exercise" id="{_id(name)}" aria-labelledby="{_id(name)}-h">'
         f'<h2 id="{_id(name)}-h">{escape(name)}</h2>'
-        f"<p>{started} learners submitted, {graded} graded; out of {_num(ex['max_score'])} "
+        f"<p>{len(learners)} learners, {started} submitted, {graded} graded; out of {_num(ex['max_score'])} "
         f"points; recorded grade: {escape(ex['recorded_rule'])}{escape(due)}.</p>"
         "<h3>Where the class is stuck</h3>"
         + _figure("Pass rate of each check (latest submissions)",
@@ -107,7 +107,9 @@ def _table(exercise, learners, max_score):
         f'placeholder="name or feedback"></label> <label>Show <select class="show">'
         '<option value="all">everyone</option><option value="late">late</option>'
         '<option value="short">below full marks</option><option value="ungraded">not graded'
-        '</option></select></label> <span class="shown" aria-live="polite"></span></div>'
+        '</option><option value="never-submitted">never submitted</option>'
+        '<option value="never-signed-in">never signed in</option></select></label> '
+        '<span class="shown" aria-live="polite"></span></div>'
         f'<table><caption>{escape(exercise)}: one row a learner</caption><thead><tr>{heads}'
         f'<th scope="col">feedback (latest)</th></tr></thead><tbody class="list">{rows}</tbody>'
         "</table></div>")
@@ -121,14 +123,22 @@ def _row(r, max_score):
     activity = f"{utc(r['last_activity']):%Y-%m-%d %H:%M}" if r["last_activity"] else "-"
     state = " ".join(name for name, on in (  # what the "Show" filter picks rows by
         ("late", r["late"]), ("ungraded", r["recorded"] is None),
-        ("short", r["recorded"] is None or r["recorded"] < (max_score or 0))) if on)
+        ("short", r["recorded"] is None or r["recorded"] < (max_score or 0)),
+        ("never-submitted", not r["submissions"]), ("never-signed-in", r["signed_in"] is False)) if on)
     return (f'<tr data-state="{state}"><th scope="row" class="learner">'
-            f'{_learner_link(r["learner"])}</th>'
+            f'{_learner_link(r["learner"])}{_absent(r)}</th>'
             f'<td class="recorded">{_num(r["recorded"])}</td><td class="best">{_num(r["best"])}</td>'
             f'<td class="latest">{_num(r["latest"])}</td>'
             f'<td class="submissions">{r["submissions"]}</td>'
             f'<td class="late">{_late(r)}</td>'
             f'<td class="activity">{activity}</td><td class="feedback">{feedback}</td></tr>')
+
+
+def _absent(r):
+    """A note after the name of a learner who never signed in, or never submitted."""
+    words = ("never signed in" if r["signed_in"] is False else
+             "never submitted" if not r["submissions"] else "")
+    return f' <span class="absent">({words})</span>' if words else ""
 
 
 def _late(r):

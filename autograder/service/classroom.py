@@ -4,12 +4,16 @@
 * ``GET <prefix>api/submissions``: your submissions, newest first, with their
   results (an instructor may add ``?learner=<name>``; anyone else asking for
   another learner gets 403).
-* ``GET <prefix>api/class`` (instructors): per exercise, each learner's
-  latest and best score, the latest submission's feedback, and each check's
-  pass rate over the learners' latest submissions.
+* ``GET <prefix>api/class`` (instructors): per exercise (every released one),
+  each learner's latest and best score, the latest submission's feedback, and
+  each check's pass rate over the learners' latest submissions; ``roster``:
+  every learner of the course (:mod:`autograder.service.roster`) with
+  ``signed_in`` and the exercises they ``submitted``. Instructors' own
+  submissions count for no learner.
 * ``GET <prefix>api/class.csv`` (instructors): nbgrader's own CSV export
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
-  ``nbgrader export``) of the gradebook the service keeps in step.
+  ``nbgrader export``) of the gradebook the service keeps in step, with every
+  hub learner enrolled as a student first and instructors' rows left out.
 
 * ``POST <prefix>api/runs`` ``{"lesson": name}``: the signed-in learner ran code
   on a lesson's page (recorded for them, shown in the class page's progress).
@@ -34,8 +38,8 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder.service import class_page, class_stats
-from autograder.service.handler import Base, Refused, echo
+from autograder.service import class_page, class_stats, roster
+from autograder.service.handler import Base, Refused, echo, log
 from autograder.service.class_view import listing, summary
 
 
@@ -60,19 +64,46 @@ class _Instructors(Base):
         if not self.person.instructor:
             raise Refused(403, "instructors_only", "this is the instructors' view of the class")
 
+    async def roster(self):
+        """The course's :class:`~autograder.service.roster.Roster`: the gradebook's
+        students and exercises, and the hub's users (either left out, with a warning
+        in the log, when it cannot be read: the class views still answer)."""
+        try:
+            hub = await self.settings_.identity.users()
+        except Exception as exc:
+            log.warning("the hub's users could not be read for the roster (%s)", exc)
+            hub = None
+        try:
+            students, points = await self.db(roster.read_gradebook,
+                                             self.application.settings["mirror"].url)
+        except Exception as exc:
+            log.warning("the gradebook's students could not be read for the roster (%s)", exc)
+            students, points = [], {}
+        return roster.combine(students, points, hub)
+
 
 class Class(_Instructors):
-    def get(self):
-        self.send(200, {"exercises": summary(self.store, self.settings_.recorded,
-                                             self.application.settings["mirror"].deadlines)})
+    async def get(self):
+        course = await self.roster()
+        view = await self.db(lambda: summary(
+            self.store, self.settings_.recorded, self.application.settings["mirror"].deadlines,
+            course.learner_rows(self.store.submissions())))
+        for name in course.exercises:
+            view.setdefault(name, {"max_score": course.points[name], "learners": {}, "checks": [],
+                                   "recorded_rule": self.settings_.recorded})
+        learners = {who: {"signed_in": signed_in, "submitted": sorted(
+            name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions"))}
+            for who, signed_in in course.learners.items()}
+        self.send(200, {"exercises": dict(sorted(view.items())), "roster": learners})
 
 
 class ClassPage(_Instructors):
     async def get(self):
         deadlines = self.application.settings["mirror"].deadlines
+        course = await self.roster()
         # the store's read and the plots' drawing both block: off the event loop
         html = await self.db(lambda: class_page.render(
-            class_stats.class_data(self.store, self.settings_.recorded, deadlines)))
+            class_stats.class_data(self.store, self.settings_.recorded, deadlines, course)))
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish(html)
 
@@ -122,12 +153,25 @@ class LessonRun(Base):
 
 
 class ClassCsv(_Instructors):
-    def get(self):
+    async def get(self):
         # the gradebook, not the grading threads: an API-only process (--jobs 0) has none
-        text = gradebook_csv(self.application.settings["mirror"].url)
+        url, course = self.application.settings["mirror"].url, await self.roster()
+        await self.db(roster.enroll, url, list(course.learners))
+        text = _without(await self.db(gradebook_csv, url), course.instructors)
         self.set_header("Content-Type", "text/csv; charset=utf-8")
         self.set_header("Content-Disposition", 'attachment; filename="grades.csv"')
         self.finish(text)
+
+
+def _without(text, students):
+    """``nbgrader export``'s CSV ``text`` without the rows of ``students`` (its lines are
+    joined with commas, unquoted: kept as they are)."""
+    lines = text.splitlines(keepends=True)
+    if not students or not lines:
+        return text
+    column = lines[0].rstrip("\n").split(",").index("student_id")
+    return lines[0] + "".join(line for line in lines[1:]
+                              if line.rstrip("\n").split(",")[column] not in students)
 
 
 class Page(Base):

@@ -104,7 +104,8 @@ c.JupyterHub.load_roles = [
     {"name": "user", "scopes": ["self", "access:services!service=course",
                                 "access:services!service=grader"]},
     # the grading service asks the hub who is an admin (admins are instructors too)
-    {"name": "grader-service", "services": ["grader"], "scopes": ["read:users"]},
+    # and who its users are (the class page's roster)
+    {"name": "grader-service", "services": ["grader"], "scopes": ["read:users", "list:users"]},
 ]
 
 # -- the learners' servers -----------------------------------------------------

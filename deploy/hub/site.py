@@ -16,6 +16,15 @@ config): the user's own server and the grading service, nothing else.
 The request must be a same-origin ``fetch`` carrying the ``_xsrf`` cookie's
 value (HubOAuth's XSRF check), so another site cannot make a signed-in
 browser fetch it.
+
+Every file of the site (pages, scripts, styles, the theme's icon webfonts) is a
+read, served with the session's cookie alone when the browser says the request
+comes from a page of this origin (``Sec-Fetch-Site: same-origin``): JupyterHub
+asks cookie-authenticated requests in any mode but ``navigate`` and ``no-cors``
+for an XSRF token, which a stylesheet's ``@font-face`` fetch (always CORS mode)
+cannot send, and each such font was sent through the hub's sign-in, a new hub
+API token each time, in a loop. A request that still lacks a sign-in and is no
+page view gets 403, never the sign-in (which mints a token).
 """
 import asyncio
 import os
@@ -46,13 +55,30 @@ class Session(HubOAuthenticated, tornado.web.RequestHandler):
         self.finish({"user": user["name"], "token": self.hub_auth.get_token(self)})
 
 
+READS = ("GET", "HEAD")
+PAGE_VIEWS = ("navigate", None)  # Sec-Fetch-Mode; None: a client that sends none
+
+
 class Pages(HubOAuthenticated, tornado.web.StaticFileHandler):
     def initialize(self, hub_auth, **kwargs):
         self.hub_auth = hub_auth
         super().initialize(**kwargs)
 
-    @tornado.web.authenticated
+    def check_xsrf_cookie(self):
+        """A read of a file by a page of this origin needs no XSRF token (it changes
+        nothing, and another origin's request is not ``same-origin``); anything else,
+        JupyterHub's check."""
+        request = self.request
+        if request.method in READS and request.headers.get("Sec-Fetch-Site") == "same-origin":
+            return
+        super().check_xsrf_cookie()
+
     async def get(self, path, include_body=True):
+        if self.current_user is None:
+            if self.request.headers.get("Sec-Fetch-Mode") not in PAGE_VIEWS:
+                raise tornado.web.HTTPError(403, "not signed in: open a page of the course first")
+            self.redirect(self.get_login_url())  # the hub's sign-in, then back here
+            return
         if not path:
             self.redirect(self.hub_auth.base_url + LANDING)
             return

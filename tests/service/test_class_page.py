@@ -1,12 +1,16 @@
 """The class page's numbers and HTML, from a real store: failing observations
-grouped with their numbers normalised, pass rates, progress, plots that say
+grouped by their structure (distinct mistakes apart), pass rates, progress, plots that say
 what they show in text, and learners' words escaped."""
+import json
+import re
+
 import pytest
 
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
 from autograder.service import class_page, class_stats
 from autograder.service.store import Caps, Store
+from tests.course import REPO
 from tests.grading.helpers import ASSIGNMENT
 
 
@@ -18,40 +22,98 @@ def store(tmp_path):
 
 
 def _graded(store, learner, got):
-    """A done submission whose first check failed with ``Got: <got>`` (None: all passed)."""
+    """A done submission whose first check failed with ``got`` (a whole feedback text, or
+    the words after ``Got:``; None: all passed)."""
+    if got is not None and "Got:" not in got:
+        got = f"Checked: f(x)\nExpected: y\nGot: {got}\nHint: h"
     sub_id = store.admit(learner, ASSIGNMENT, b"{}", "10.0.0.1", Caps(rate_count=0))[0]
     store.claim("host:1:0", lease=30)
     checks = [CheckResult(n, t, 0 if got is not None and i == 0 else p, p,
                           "failed" if got is not None and i == 0 else "passed",
-                          f"Checked: f(x)\nExpected: y\nGot: {got}\nHint: h" if i == 0 else "")
+                          (got or "") if i == 0 else "")
               for i, (n, t, p) in enumerate(hidden_tests(ASSIGNMENT))]
     result = GradingResult(checks, "", "graded", "d", 1.0)
     assert store.finish(sub_id, "host:1:0", result.to_record())
     return result
 
 
+GOLDEN = json.loads((REPO / "tests" / "grading" / "golden" / "service-samples.json").read_text())
+
+
+def golden(sample, check):
+    """The feedback (``output``) a sample got for a check, as the grading service recorded it."""
+    tests = GOLDEN[sample]["reply"]["result"]["tests"]
+    return next(t["output"] for t in tests if t["name"] == check)
+
+
+def other_inputs(output):
+    """``output`` as another run with other random inputs would word it: other float
+    values, another index, another count of elements that differ."""
+    output = re.sub(r"\d+\.\d+", lambda m: str(round(float(m[0]) * 1.7 + 0.31, 4)), output)
+    output = re.sub(r"at index \d+", "at index 3", output)
+    return re.sub(r"\d+ of (\d+) elements", r"7 of \1 elements", output)
+
+
+DONATES = "state is donated"
+BYTES = "aliased_bytes and total_bytes match the compiled module"
+REPEATED = "repeated updates with rebinding accumulate"
+
+
+def test_distinct_mistakes_in_real_feedback_stay_apart():
+    # no donation against donating the wrong argument: 0 and 1 of the helper's 2 arguments
+    none, wrong = (class_stats.observation(golden(s, DONATES))
+                   for s in ("no_donation/update_with_donate", "delta_donated/update_with_donate"))
+    assert none == "Got: jit__lambda donates 0 of its 2 arguments; state still alive"
+    assert wrong == "Got: jit__lambda donates 1 of its 2 arguments; state still alive"
+    # five wrong byte totals, five mistakes (float bytes, an output index, ...)
+    totals = {class_stats.observation(golden(f"{s}/donation_report", BYTES)) for s in (
+        "all_aliased", "element_count_rule", "float_bytes", "output_index", "shape_dtype_rule")}
+    assert totals == {"Got: 208", "Got: 200", "Got: 88", "Got: 100", "Got: 294"}
+    # the shape of the deleted buffer says which one was read
+    shapes = {class_stats.observation(golden(s, "train runs without reading a deleted buffer"))
+              for s in ("as_given/fix_training_loop", "donates_both/fix_training_loop")}
+    assert len(shapes) == 2
+
+
+def test_one_mistake_with_other_inputs_or_layout_is_one_observation():
+    for sample, check in (("wrong_arithmetic/update_with_donate", REPEATED),
+                          ("wrong_arithmetic/update_with_donate", "values: the result equals state + delta"),
+                          ("loss_after_update/fix_training_loop", "losses equal a reference run")):
+        output = golden(sample, check)
+        assert other_inputs(output) != output
+        assert class_stats.observation(other_inputs(output)) == class_stats.observation(output)
+    assert class_stats.observation(golden("wrong_arithmetic/update_with_donate", REPEATED)) == (
+        "Got: # of 32 elements differ by more than # + # x |expected|; the largest difference "
+        "is # (relative #) at index #: got #, expected #")
+    crash = golden("output_by_leaf_index/donation_report", BYTES)
+    moved = crash.replace("at line 37 of your cell: `", "at line 12 of your cell: `rows[i] = ")
+    assert class_stats.observation(moved) == class_stats.observation(crash) == (
+        "Got: it raised IndexError: list index out of range at line # of your cell: `\u2026`")
+
+
 @pytest.mark.parametrize("output,expected", [
-    ("Checked: a\nGot: jit__lambda donates 0 of its 2 arguments", "Got: jit__lambda donates # of its # arguments"),
-    ("Got: max error 1.5e-03 at index (3, 4)", "Got: max error # at index (#, #)"),
-    ("Got: float32[2,3] in 0.25 s", "Got: float32[#,#] in # s"),
-    ("no Got line here 12\nsecond", "no Got line here #"),
+    ("Checked: a\nGot: jit__lambda donates 0 of its 2 arguments", "Got: jit__lambda donates 0 of its 2 arguments"),
+    ("Got: max error 1.5e-03 at index (3, 4)", "Got: max error # at index #"),
+    ("Got: float32[2,3] in 0.25 s.", "Got: float32[2,3] in # s."),
+    ("no Got line here 12\nsecond", "no Got line here 12"),
     ("", ""),
 ])
-def test_an_observation_is_its_got_line_with_numbers_normalised(output, expected):
+def test_an_observation_is_its_got_line_with_varying_numbers_blanked(output, expected):
     assert class_stats.observation(output) == expected
 
 
-def test_the_same_wrong_answer_in_other_numbers_is_one_group(store):
-    for who, got in (("ada", "state alive after 1 of 2 donated"), ("bob", "state alive after 0 of 3 donated"),
-                     ("cy", "result is None"), ("dee", None)):
-        _graded(store, who, got)
+def test_learners_with_the_same_mistake_are_one_group_and_other_mistakes_apart(store):
+    none, wrong = (golden(s, DONATES) for s in ("no_donation/update_with_donate",
+                                                  "delta_donated/update_with_donate"))
+    for who, output in (("ada", none), ("bob", none), ("cy", wrong), ("dee", None)):
+        _graded(store, who, output)
     data = class_stats.class_data(store, "best")
     ex = data["exercises"][ASSIGNMENT]
     first = ex["checks"][0]
     assert (first["passed"], first["learners"]) == (1, 4)
     assert first["groups"] == [
-        {"observation": "Got: state alive after # of # donated", "count": 2, "learners": ["ada", "bob"]},
-        {"observation": "Got: result is None", "count": 1, "learners": ["cy"]}]
+        {"observation": class_stats.observation(none), "count": 2, "learners": ["ada", "bob"]},
+        {"observation": class_stats.observation(wrong), "count": 1, "learners": ["cy"]}]
     assert all(c["groups"] == [] for c in ex["checks"][1:])
     full = ex["max_score"]
     assert sorted(ex["scores"]) == [full - 2] * 3 + [full] and len(ex["times"]) == 4
@@ -63,7 +125,7 @@ def test_the_page_escapes_learners_and_labels_its_plots(store):
     _graded(store, "eve", "<script>alert(1)</script> 3 times")
     _graded(store, "ada", None)
     html = class_page.render(class_stats.class_data(store, "best"))
-    assert "<script>alert" not in html and "&lt;script&gt;alert(#)&lt;/script&gt; # times" in html
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; 3 times" in html
     assert html.count('<svg role="img"') == 3  # pass rates, scores, submissions over time
     assert 'aria-label="pass rate of each check: values: the result equals state + delta: 1 of 2' in html
     assert 'href="./?learner=eve"' in html and "<details>" in html
