@@ -33,6 +33,12 @@ HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
 # Covered by empty mounts in the learner's mount namespace: every world-writable
 # place (so nothing persists or passes between learners) and the repo's private parts.
 SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
+# The top-level folders of the system itself, left visible; every other one (/home,
+# /root, /srv, /opt, a course's /work, ...) is covered, so that no checkout, build
+# output or copy anywhere on the machine is readable by learner code because of its
+# modes alone. /mnt is where mounts.cover parks what it binds back.
+SYSTEM = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "mnt",
+                    "proc", "run", "sbin", "sys", "tmp", "usr", "var"})
 REPO_MOUNTS = (*HIDDEN, "exercises", "tests", ".git", "benchmarks")
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
@@ -82,7 +88,8 @@ def _private_mounts(hide):
     The network namespace has no interface up, so learner code reaches no
     server (not the grading service, not the internet). Fresh, empty tmpfs
     mounts (256 MiB each) cover :data:`SCRATCH_MOUNTS`, :data:`REPO_MOUNTS` and
-    the ``hide`` folders (submissions, results), and a small one root's home.
+    the ``hide`` folders (submissions, results), and small ones root's home, this
+    repository and every top-level folder outside :data:`SYSTEM`.
     What the learner's process must still import (this package, the venv, the
     interpreter's standard library, which may be pyenv's under root's home) is
     bound back where a cover would hide it (:mod:`autograder.sandbox.mounts`).
@@ -93,13 +100,23 @@ def _private_mounts(hide):
         return False
     mounts.make_root_private(lib)
     covers = {t: SCRATCH for t in SCRATCH_MOUNTS}
-    covers[os.path.expanduser("~root")] = mounts.SMALL
-    needed = [(p, p) for p in import_paths()] + mounts.interpreter_paths()
+    for top in (*_non_system(), os.path.expanduser("~root"), str(REPO)):
+        covers[top] = mounts.SMALL
+    # Of this repository only the package comes back (the zygote's sys.path names the
+    # repository, so the package imports as ``autograder``); its hidden/ are covered below.
+    needed = [(p, p) for p in import_paths() if p != str(REPO)] + mounts.interpreter_paths()
+    needed.append((str(REPO / "autograder"), str(REPO / "autograder")))
     mounts.cover(lib, covers, mounts.under(needed, covers))
     for target in [*(str(REPO / p) for p in REPO_MOUNTS), *hide]:
         if os.path.isdir(target) and not os.path.islink(target):
             mounts.mount(lib, "tmpfs", target, "tmpfs", 0, SCRATCH)
     return True
+
+
+def _non_system():
+    """Every top-level folder but :data:`SYSTEM` (absolute paths)."""
+    return [entry.path for entry in os.scandir("/")
+            if entry.name not in SYSTEM and entry.is_dir(follow_symlinks=False)]
 
 
 def isolation_problem():
