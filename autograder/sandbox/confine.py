@@ -15,6 +15,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from pathlib import Path
 
 from autograder import exercises
@@ -40,7 +41,13 @@ SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/ru
 SYSTEM = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "mnt",
                     "proc", "run", "sbin", "sys", "tmp", "usr", "var"})
 REPO_MOUNTS = (*HIDDEN, "exercises", "tests", ".git", "benchmarks")
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
+CLONE_NEWPID = 0x20000000
+# Own mounts (below), no network, System V IPC of its own (shared memory it leaves is
+# freed with the namespace: RLIMIT_AS does not count it), and a PID namespace for every
+# process learner code starts (see _keeper).
+NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID
+PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
 
 
@@ -61,7 +68,8 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     # Close every inherited descriptor (the grader's socket among them).
     os.closerange(3, write_fd)
     os.closerange(write_fd + 1, 65536)
-    if uid is not None and _private_mounts(request.get("hide", ())):
+    contained = uid is not None and _private_mounts(request.get("hide", ()))
+    if contained:
         scratch = "/tmp/work"  # on the fresh tmpfs: nothing else is there
         os.mkdir(scratch, 0o700)
         os.chown(scratch, uid, uid)
@@ -70,6 +78,11 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                        "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8", "XLA_FLAGS": XLA_FLAGS})
     _limit(limits, uid)
+    # A setuid program learner code runs gains nothing: its uid stays the sandbox's.
+    if mounts.libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if contained:
+        _keeper(write_fd)
 
 
 def import_paths():
@@ -83,7 +96,7 @@ def import_paths():
 
 
 def _private_mounts(hide):
-    """Give the learner's process its own mount and network namespaces (root only).
+    """Give the learner's process its own mount, network and IPC namespaces (root only).
 
     The network namespace has no interface up, so learner code reaches no
     server (not the grading service, not the internet). Fresh, empty tmpfs
@@ -96,7 +109,7 @@ def _private_mounts(hide):
     Returns False, changing nothing, where namespaces are not available.
     """
     lib = mounts.libc()
-    if lib.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
+    if lib.unshare(NAMESPACES) != 0:
         return False
     mounts.make_root_private(lib)
     covers = {t: SCRATCH for t in SCRATCH_MOUNTS}
@@ -111,6 +124,29 @@ def _private_mounts(hide):
         if os.path.isdir(target) and not os.path.islink(target):
             mounts.mount(lib, "tmpfs", target, "tmpfs", 0, SCRATCH)
     return True
+
+
+def _keeper(write_fd):
+    """Fork the PID namespace's first process (its init), which only reaps, and dies
+    with this one (``PR_SET_PDEATHSIG``). Every process learner code starts is in that
+    namespace, and when its init ends the kernel kills them all, whatever their uid
+    or session: the submission's processes end with the submission, not by matching
+    a uid. (Killing it from learner code only ends its own children early.)"""
+    parent = os.getpid()
+    if os.fork() != 0:
+        return
+    try:
+        mounts.libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        os.closerange(0, 65536)  # the reply pipe's end above all: its reader waits for EOF
+        if os.getppid() != parent:  # the learner's process ended before the line above
+            os._exit(0)
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                time.sleep(0.2)  # no child yet: learner code has not forked
+    finally:
+        os._exit(0)
 
 
 def _non_system():
@@ -132,9 +168,10 @@ def isolation_problem():
     pid = os.fork()
     if pid == 0:
         libc = ctypes.CDLL(None, use_errno=True)
-        os._exit(0 if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) == 0 else ctypes.get_errno())
+        os._exit(0 if libc.unshare(NAMESPACES) == 0 else ctypes.get_errno())
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return None if code == 0 else f"unshare(CLONE_NEWNS | CLONE_NEWNET) failed: {os.strerror(code)}"
+    return None if code == 0 else ("unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | "
+                                   f"CLONE_NEWPID) failed: {os.strerror(code)}")
 
 
 def _limit(limits, uid):
