@@ -15,7 +15,6 @@ import os
 import resource
 import signal
 import sys
-import time
 from pathlib import Path
 
 from autograder import exercises
@@ -42,12 +41,12 @@ SYSTEM = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx3
                     "proc", "run", "sbin", "sys", "tmp", "usr", "var"})
 REPO_MOUNTS = (*HIDDEN, "exercises", "tests", ".git", "benchmarks")
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
-CLONE_NEWPID = 0x20000000
-# Own mounts (below), no network, System V IPC of its own (shared memory it leaves is
-# freed with the namespace: RLIMIT_AS does not count it), and a PID namespace for every
-# process learner code starts (see _keeper).
-NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID
-PR_SET_NO_NEW_PRIVS, PR_SET_PDEATHSIG = 38, 1
+# Own mounts (below), no network, and System V IPC of its own: shared memory it leaves
+# is freed with the namespace, when its last process ends (RLIMIT_AS does not count it).
+# (No PID namespace: a process that unshared CLONE_NEWPID cannot start threads, clone(2)
+# EINVAL, and JAX needs them; its processes are ended by uid, see uids.end_uid.)
+NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
+PR_SET_NO_NEW_PRIVS = 38
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
 
 
@@ -68,8 +67,7 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     # Close every inherited descriptor (the grader's socket among them).
     os.closerange(3, write_fd)
     os.closerange(write_fd + 1, 65536)
-    contained = uid is not None and _private_mounts(request.get("hide", ()))
-    if contained:
+    if uid is not None and _private_mounts(request.get("hide", ())):
         scratch = "/tmp/work"  # on the fresh tmpfs: nothing else is there
         os.mkdir(scratch, 0o700)
         os.chown(scratch, uid, uid)
@@ -78,11 +76,10 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                        "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8", "XLA_FLAGS": XLA_FLAGS})
     _limit(limits, uid)
-    # A setuid program learner code runs gains nothing: its uid stays the sandbox's.
+    # A setuid program learner code runs gains nothing: its uid stays the sandbox's, so
+    # it is among the processes of that uid ended with the submission.
     if mounts.libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if contained:
-        _keeper(write_fd)
 
 
 def import_paths():
@@ -126,29 +123,6 @@ def _private_mounts(hide):
     return True
 
 
-def _keeper(write_fd):
-    """Fork the PID namespace's first process (its init), which only reaps, and dies
-    with this one (``PR_SET_PDEATHSIG``). Every process learner code starts is in that
-    namespace, and when its init ends the kernel kills them all, whatever their uid
-    or session: the submission's processes end with the submission, not by matching
-    a uid. (Killing it from learner code only ends its own children early.)"""
-    parent = os.getpid()
-    if os.fork() != 0:
-        return
-    try:
-        mounts.libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        os.closerange(0, 65536)  # the reply pipe's end above all: its reader waits for EOF
-        if os.getppid() != parent:  # the learner's process ended before the line above
-            os._exit(0)
-        while True:
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                time.sleep(0.2)  # no child yet: learner code has not forked
-    finally:
-        os._exit(0)
-
-
 def _non_system():
     """Every top-level folder but :data:`SYSTEM` (absolute paths)."""
     return [entry.path for entry in os.scandir("/")
@@ -170,8 +144,8 @@ def isolation_problem():
         libc = ctypes.CDLL(None, use_errno=True)
         os._exit(0 if libc.unshare(NAMESPACES) == 0 else ctypes.get_errno())
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return None if code == 0 else ("unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | "
-                                   f"CLONE_NEWPID) failed: {os.strerror(code)}")
+    return None if code == 0 else ("unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) "
+                                   f"failed: {os.strerror(code)}")
 
 
 def _limit(limits, uid):
