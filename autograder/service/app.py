@@ -4,10 +4,11 @@
 ``GET /api/submissions/<id>`` answers its status and, when done, its result;
 ``GET /api/config`` answers the service's own address and limits (no secrets,
 no sign-in needed).
-Requests are checked before anything is stored: size, JSON (and its nesting
-depth), exercise, learner, then the queue's caps (rate, newest-wins
-replacement, waiting per learner, per client address, in all), all in one
-database transaction. Every answer is JSON, errors included
+Requests are checked before anything is stored: size, then (under the hub, where
+the learner is known unparsed) the learner's rate and stored bytes, then JSON (and
+its nesting depth, parsed off the event loop), exercise, learner, then the queue's
+caps (rate, stored bytes, newest-wins replacement, waiting per learner, per client
+address, in all), all in one database transaction. Every answer is JSON, errors included
 (``{"error", "code"}``); a database that cannot be reached or written answers
 503 ``store_unavailable`` and nothing is stored half-way.
 
