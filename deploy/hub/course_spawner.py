@@ -9,13 +9,15 @@ three additions, all only when the hub runs as root:
   cannot go: the venv's interpreter links into root's home (mode 0700), and
   the repository holds the hidden tests, the grading database and the hub's
   state. In the learner's namespace empty tmpfs mounts cover root's home, the
-  repository and ``/tmp`` (a ``/tmp`` of their own), and only the interpreter
+  repository, ``/tmp`` and ``/dev/shm`` (their own), System V IPC is the
+  server's own (an IPC namespace), and only the interpreter
   (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
 * **Nothing outlives the server**: when it stops, every process of the
-  learner's user is killed (:meth:`CourseSpawner.stop`).
+  learner's user is killed (:meth:`CourseSpawner.stop`); the server runs with
+  ``no_new_privs``, so no setuid program it starts leaves the learner's uid.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
