@@ -79,6 +79,9 @@ MAX_PER_CLIENT = 20
 """Submissions waiting from one client address; 0 = no cap."""
 MAX_QUEUE = 1000
 """Submissions waiting in all before new ones are refused with 503."""
+LEARNER_BYTES = 256 * 2**20
+"""Bytes of stored notebooks one learner may hold in the service's database, every
+submission counted (50 at the largest size, thousands of usual ones); 0 = no quota."""
 HEADER_TIMEOUT_S = 10.0
 """Seconds to send a request's headers, and that an idle connection is kept."""
 BODY_TIMEOUT_S = 60.0
@@ -242,6 +245,9 @@ SETTINGS = (
             shown="max_per_client"),
     Setting("GRADER_MAX_QUEUE", MAX_QUEUE, "submissions waiting before new ones get 503",
             env=("GRADER_MAX_QUEUE",), flag="--max-queue", parse=int, shown="max_queue"),
+    Setting("GRADER_LEARNER_BYTES", LEARNER_BYTES, "bytes of stored submissions per learner "
+            "(0: no quota)", env=("GRADER_LEARNER_BYTES",), flag="--learner-bytes", parse=int,
+            shown="learner_bytes"),
     Setting("GRADER_HEADER_TIMEOUT", HEADER_TIMEOUT_S, "seconds to send a request's headers, "
             "and that an idle connection is kept", env=("GRADER_HEADER_TIMEOUT",),
             flag="--header-timeout", parse=float),
@@ -285,7 +291,8 @@ WORKER = STORE + GRADING
 """The settings of ``python -m autograder.service.worker``."""
 SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_BYTES",
                    "GRADER_RATE", "GRADER_MAX_PER_LEARNER", "GRADER_MAX_PER_CLIENT",
-                   "GRADER_MAX_QUEUE", "GRADER_HEADER_TIMEOUT", "GRADER_BODY_TIMEOUT",
+                   "GRADER_MAX_QUEUE", "GRADER_LEARNER_BYTES", "GRADER_HEADER_TIMEOUT",
+                   "GRADER_BODY_TIMEOUT",
                    *GRADING, "GRADER_AUTH")
 """The settings of ``python -m autograder.service``, in ``--help``'s order."""
 CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")

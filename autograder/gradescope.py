@@ -118,9 +118,14 @@ def build(exercise, out_dir, visibility=defaults.VISIBILITIES[0], limits=None):
     for path in modules:
         files[path] = (sandbox.REPO / path).read_text("utf-8")
     out = Path(out_dir) / f"{exercise}-gradescope.zip"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    # It holds the hidden tests: the zip is the builder's alone (mode 0600) from its
+    # first byte, wherever --out points; a folder made for it is too (0700). An
+    # existing folder keeps its mode (--out /tmp must not close /tmp).
+    out.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")  # renamed into place: never half a zip
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+    tmp.unlink(missing_ok=True)  # a leftover keeps its mode through O_CREAT
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as raw, \
+            zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in sorted(files):
             info = zipfile.ZipInfo(name, STAMP)
             mode = 0o755 if name in ("setup.sh", "run_autograder") else 0o644

@@ -35,6 +35,8 @@ from autograder import defaults
 ASK_AFTER_S = 6      # then ask for Ctrl-S (the course JupyterLab autosaves every 2 s)
 SAVE_WAIT_S = 180    # then refuse
 POLL_S = 600         # grading answers within seconds; stop polling after this
+SEND_TIMEOUT_S = 120  # a loaded machine may take long to answer; a resend is safe anyway
+RETRY_S = 2          # between polls after the service did not answer (it may be restarting)
 
 SUBMIT_INTRO = (
     "### Submit\n"
@@ -94,20 +96,69 @@ def wait_for_save(path: str, since: float, say=print) -> bool:
     return True
 
 
-def _call(request, url):
-    """The service's JSON answer, or None after printing why there is none."""
+class NoAnswer(Exception):
+    """The service gave no answer to read (connection refused or cut, timed out, or a
+    proxy's error page); ``str()`` says which, in words."""
+
+
+class Refused(Exception):
+    """The service answered with a refusal (a 4xx JSON error): ``str()`` is its reason."""
+
+
+def _call(request, timeout=30):
+    """The service's JSON answer; raises :class:`Refused` or :class:`NoAnswer`."""
     try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
             return json.load(reply)
     except urllib.error.HTTPError as err:
         try:
-            reason = json.load(err).get("error", err.reason)
+            reason = json.load(err).get("error") or err.reason
         except ValueError:
-            reason = err.reason
-        print(f"Not graded: {reason}")
-    except OSError as err:
-        print(f"Not graded: nothing answers at {url} ({err}): the grading service is not "
-              "running. Start the course with make serve and keep it running.")
+            reason = None
+        if err.code < 500 and reason:
+            raise Refused(reason) from None
+        raise NoAnswer(f"HTTP {err.code}" + (f": {reason}" if reason else "")) from None
+    except (OSError, ValueError) as err:  # refused, reset, timed out, not JSON
+        raise NoAnswer(str(err) or type(err).__name__) from None
+
+
+def send(url, body, headers):
+    """POST ``body`` (bytes) to ``url``/api/submissions; the service's answer (a dict
+    with the submission's ``id``), or None after printing why it was not received and
+    that running the cell again resends it."""
+    request = urllib.request.Request(url + "/api/submissions", data=body,
+                                     headers={"Content-Type": "application/json", **headers})
+    try:
+        return _call(request, timeout=SEND_TIMEOUT_S)
+    except Refused as why:
+        print(f"Not graded: the grading service refused it: {why}")
+    except NoAnswer as why:
+        print(f"Not graded: not received, nothing answers at {url} ({why}): the grading "
+              "service is not running, or too busy to answer. Start the course with make serve "
+              "and keep it running, then run this cell again to resend (a resend replaces a "
+              "copy still waiting, so nothing is graded twice).")
+    return None
+
+
+def follow(url, sub_id, headers, deadline):
+    """Poll submission ``sub_id`` until it is done; its answer, or None at ``deadline``
+    (``time.monotonic()``). A poll the service does not answer is tried again: the
+    submission is stored, and a restarted service grades it."""
+    request = urllib.request.Request(f"{url}/api/submissions/{sub_id}", headers=headers)
+    told = False
+    while time.monotonic() < deadline:
+        try:
+            sub = _call(request)
+        except NoAnswer as why:
+            if not told:
+                print(f"The grading service does not answer ({why}); still waiting for "
+                      f"submission {sub_id}...", flush=True)
+                told = True
+            time.sleep(RETRY_S)
+            continue
+        if sub["status"] == "done":
+            return sub
+        time.sleep(1)
     return None
 
 
@@ -143,23 +194,22 @@ def submit(exercise: str) -> None:
     print(f"Sent the version saved at {saved}, after you ran this cell.", flush=True)
     url = (defaults.setting("GRADER_URL") or defaults.grader_url()).rstrip("/")
     body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
-    sent = _call(urllib.request.Request(url + "/api/submissions", data=body,
-                                        headers={"Content-Type": "application/json",
-                                                 **hub_headers()}), url)
+    sent = send(url, body, hub_headers())
     if not sent:
         return
+    print(f"Received: submission {sent['id']} (position {sent.get('queue_position', '?')} "
+          "in the queue).", flush=True)
     if sent.get("late"):
         print(f"Late: {sent['late']}.", flush=True)
     elif sent.get("due"):
         print(f"On time (due {sent['due'][:16].replace('T', ' ')} UTC).", flush=True)
-    deadline = time.monotonic() + POLL_S
-    while time.monotonic() < deadline:
-        sub = _call(urllib.request.Request(f"{url}/api/submissions/{sent['id']}",
-                                           headers=hub_headers()), url)
-        if not sub:
-            return
-        if sub["status"] == "done":
-            _show(sub)
-            return
-        time.sleep(1)
-    print(f"Still grading; look again later: {url}/api/submissions/{sent['id']}")
+    try:
+        sub = follow(url, sent["id"], hub_headers(), time.monotonic() + POLL_S)
+    except Refused as why:  # e.g. signed out meanwhile: the submission is still stored
+        print(f"Received, but its result cannot be read here ({why}): "
+              f"{url}/api/submissions/{sent['id']}")
+        return
+    if sub:
+        _show(sub)
+    else:
+        print(f"Still grading; look again later: {url}/api/submissions/{sent['id']}")

@@ -58,6 +58,8 @@ NODES = {
     "tests/grading/test_hostile.py::test_forged_observations": {"grader"},
     "tests/grading/test_hostile.py::test_a_grader_that_cannot_isolate": {"grader"},
     "tests/grading/test_gradescope.py": {"grader"},
+    "tests/grading/test_private_outputs.py": {"grader"},  # builds the zips, grades a walker
+    "tests/grading/test_contained.py": {"grader"},
     "tests/grading/test_validate.py": {"nbgrader"},  # nbgrader validate's kernels
 }
 

@@ -45,7 +45,7 @@ __all__ = ["run", "Limits", "Outcome", "protect", "import_paths", "Lease", "leas
 
 # Paths learner code must not read: hidden tests, solutions, sample answers,
 # grades. When grading runs as root they are made root-only (git keeps no modes).
-PRIVATE = (*HIDDEN, "exercises/source", "exercises/gradebook.db",
+PRIVATE = (*HIDDEN, "_build/gradescope", "exercises/source", "exercises/gradebook.db",
            "exercises/submitted", "exercises/autograded", "tests", "grading.db", ".git")
 
 

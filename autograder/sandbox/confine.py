@@ -33,8 +33,20 @@ HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
 # Covered by empty mounts in the learner's mount namespace: every world-writable
 # place (so nothing persists or passes between learners) and the repo's private parts.
 SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
+# The top-level folders of the system itself, left visible; every other one (/home,
+# /root, /srv, /opt, a course's /work, ...) is covered, so that no checkout, build
+# output or copy anywhere on the machine is readable by learner code because of its
+# modes alone. /mnt is where mounts.cover parks what it binds back.
+SYSTEM = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "mnt",
+                    "proc", "run", "sbin", "sys", "tmp", "usr", "var"})
 REPO_MOUNTS = (*HIDDEN, "exercises", "tests", ".git", "benchmarks")
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
+# Own mounts (below), no network, and System V IPC of its own: shared memory it leaves
+# is freed with the namespace, when its last process ends (RLIMIT_AS does not count it).
+# (No PID namespace: a process that unshared CLONE_NEWPID cannot start threads, clone(2)
+# EINVAL, and JAX needs them; its processes are ended by uid, see uids.end_uid.)
+NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
+PR_SET_NO_NEW_PRIVS = 38
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
 
 
@@ -64,6 +76,10 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
                        "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8", "XLA_FLAGS": XLA_FLAGS})
     _limit(limits, uid)
+    # A setuid program learner code runs gains nothing: its uid stays the sandbox's, so
+    # it is among the processes of that uid ended with the submission.
+    if mounts.libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 
 def import_paths():
@@ -77,29 +93,40 @@ def import_paths():
 
 
 def _private_mounts(hide):
-    """Give the learner's process its own mount and network namespaces (root only).
+    """Give the learner's process its own mount, network and IPC namespaces (root only).
 
     The network namespace has no interface up, so learner code reaches no
     server (not the grading service, not the internet). Fresh, empty tmpfs
     mounts (256 MiB each) cover :data:`SCRATCH_MOUNTS`, :data:`REPO_MOUNTS` and
-    the ``hide`` folders (submissions, results), and a small one root's home.
+    the ``hide`` folders (submissions, results), and small ones root's home, this
+    repository and every top-level folder outside :data:`SYSTEM`.
     What the learner's process must still import (this package, the venv, the
     interpreter's standard library, which may be pyenv's under root's home) is
     bound back where a cover would hide it (:mod:`autograder.sandbox.mounts`).
     Returns False, changing nothing, where namespaces are not available.
     """
     lib = mounts.libc()
-    if lib.unshare(CLONE_NEWNS | CLONE_NEWNET) != 0:
+    if lib.unshare(NAMESPACES) != 0:
         return False
     mounts.make_root_private(lib)
     covers = {t: SCRATCH for t in SCRATCH_MOUNTS}
-    covers[os.path.expanduser("~root")] = mounts.SMALL
-    needed = [(p, p) for p in import_paths()] + mounts.interpreter_paths()
+    for top in (*_non_system(), os.path.expanduser("~root"), str(REPO)):
+        covers[top] = mounts.SMALL
+    # Of this repository only the package comes back (the zygote's sys.path names the
+    # repository, so the package imports as ``autograder``); its hidden/ are covered below.
+    needed = [(p, p) for p in import_paths() if p != str(REPO)] + mounts.interpreter_paths()
+    needed.append((str(REPO / "autograder"), str(REPO / "autograder")))
     mounts.cover(lib, covers, mounts.under(needed, covers))
     for target in [*(str(REPO / p) for p in REPO_MOUNTS), *hide]:
         if os.path.isdir(target) and not os.path.islink(target):
             mounts.mount(lib, "tmpfs", target, "tmpfs", 0, SCRATCH)
     return True
+
+
+def _non_system():
+    """Every top-level folder but :data:`SYSTEM` (absolute paths)."""
+    return [entry.path for entry in os.scandir("/")
+            if entry.name not in SYSTEM and entry.is_dir(follow_symlinks=False)]
 
 
 def isolation_problem():
@@ -115,9 +142,10 @@ def isolation_problem():
     pid = os.fork()
     if pid == 0:
         libc = ctypes.CDLL(None, use_errno=True)
-        os._exit(0 if libc.unshare(CLONE_NEWNS | CLONE_NEWNET) == 0 else ctypes.get_errno())
+        os._exit(0 if libc.unshare(NAMESPACES) == 0 else ctypes.get_errno())
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-    return None if code == 0 else f"unshare(CLONE_NEWNS | CLONE_NEWNET) failed: {os.strerror(code)}"
+    return None if code == 0 else ("unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) "
+                                   f"failed: {os.strerror(code)}")
 
 
 def _limit(limits, uid):

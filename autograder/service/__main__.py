@@ -33,7 +33,7 @@ def settings_of(args, identity):
     """The :class:`~autograder.service.app.Settings` the parsed ``args`` say."""
     caps = Caps(rate_count=args.rate.count, rate_seconds=args.rate.seconds,
                 per_learner=args.max_per_learner, per_client=args.max_per_client,
-                max_queue=args.max_queue)
+                max_queue=args.max_queue, learner_bytes=args.learner_bytes)
     return Settings(identity=identity, prefix=identity.prefix if identity else "/",
                     max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
                     address=f"http://{args.host}:{args.port}", recorded=args.recorded,

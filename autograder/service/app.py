@@ -4,10 +4,11 @@
 ``GET /api/submissions/<id>`` answers its status and, when done, its result;
 ``GET /api/config`` answers the service's own address and limits (no secrets,
 no sign-in needed).
-Requests are checked before anything is stored: size, JSON (and its nesting
-depth), exercise, learner, then the queue's caps (rate, newest-wins
-replacement, waiting per learner, per client address, in all), all in one
-database transaction. Every answer is JSON, errors included
+Requests are checked before anything is stored: size, then (under the hub, where
+the learner is known unparsed) the learner's rate and stored bytes, then JSON (and
+its nesting depth, parsed off the event loop), exercise, learner, then the queue's
+caps (rate, stored bytes, newest-wins replacement, waiting per learner, per client
+address, in all), all in one database transaction. Every answer is JSON, errors included
 (``{"error", "code"}``); a database that cannot be reached or written answers
 503 ``store_unavailable`` and nothing is stored half-way.
 
@@ -20,6 +21,7 @@ check must come from a signed-in hub user, who is the learner; a ``learner``
 field in the body is ignored, and a learner reads only their own submissions
 (:mod:`autograder.service.classroom` adds the listings and the class views).
 """
+import asyncio
 import json
 import re
 import time
@@ -109,6 +111,29 @@ def _too_deep():
                    f"{MAX_DEPTH} levels deep; a notebook needs fewer than 10")
 
 
+def _decode(raw):
+    """The JSON object ``raw`` (bytes) holds; :class:`Refused` (400) otherwise."""
+    try:
+        body = json.loads(raw, parse_constant=_not_json)
+    except RecursionError:  # not a ValueError: deeper than the decoder's stack
+        raise _too_deep() from None
+    except ValueError as exc:
+        raise Refused(400, "bad_json", f"the request body is not valid JSON ({exc})")
+    if _depth_exceeds(body, MAX_DEPTH):
+        raise _too_deep()
+    if not isinstance(body, dict):
+        raise Refused(400, "bad_json", "the request body must be a JSON object with "
+                      "exercise, learner and notebook")
+    return body
+
+
+def _stored(notebook):
+    """The bytes stored for ``notebook`` (parsed JSON): compact, non-ASCII kept as UTF-8,
+    so never much larger than the request that held it (an indented dump of deeply
+    nested lists grows with their depth: 5 MiB became 165 MB)."""
+    return (json.dumps(notebook, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
 def _wait_words(seconds):
     if seconds is None:
         return "an unknown time (no grading worker is running right now)"
@@ -152,27 +177,20 @@ class SubmissionsHandler(Base):
         return Refused(413, "too_large", f"the request is {size} bytes; the limit is "
                        f"{self.settings_.max_bytes} bytes (clear the notebook's outputs and retry)")
 
-    def parse(self):
-        """The request's JSON object (400/413/415 otherwise)."""
+    def check_size(self):
+        """413 or 415 for a body refused unparsed."""
         if self._size > self.settings_.max_bytes:
             raise self._too_big(self._size)
         ctype = self.request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
             raise Refused(415, "bad_content_type", "send the submission as JSON "
                           "(Content-Type: application/json)")
+
+    async def parse(self):
+        """The request's JSON object (400 otherwise), parsed on a thread of the event
+        loop's default pool: a large body never holds up other learners' requests."""
         raw, self._body = bytes(self._body), bytearray()
-        try:
-            body = json.loads(raw, parse_constant=_not_json)
-        except RecursionError:  # not a ValueError: deeper than the decoder's stack
-            raise _too_deep() from None
-        except ValueError as exc:
-            raise Refused(400, "bad_json", f"the request body is not valid JSON ({exc})")
-        if _depth_exceeds(body, MAX_DEPTH):
-            raise _too_deep()
-        if not isinstance(body, dict):
-            raise Refused(400, "bad_json", "the request body must be a JSON object with "
-                          "exercise, learner and notebook")
-        return body
+        return await asyncio.get_running_loop().run_in_executor(None, _decode, raw)
 
     def learner_of(self, body):
         """Who this submission is for: the one place a request's learner is decided."""
@@ -194,7 +212,13 @@ class SubmissionsHandler(Base):
     async def post(self):
         self._body_read = True
         s = self.settings_
-        body = self.parse()
+        self.check_size()
+        if self.person:  # a learner at their rate or quota costs no parse
+            try:
+                await self.db(self.store.room, self.person.name, self._size, s.caps)
+            except CapReached as cap:
+                raise await self.refused_by(cap, self.person.name)
+        body = await self.parse()
         needed = ("exercise", "notebook") if self.person else ("exercise", "learner", "notebook")
         missing = [k for k in needed if k not in body]
         if missing:
@@ -208,7 +232,9 @@ class SubmissionsHandler(Base):
                           "object (with a \"cells\" list)")
         # Serialized once, as the file nbgrader keeps in submitted/: the grader loads
         # these bytes and the gradebook mirror writes them unchanged.
-        data = (json.dumps(notebook, indent=1) + "\n").encode()
+        data = await asyncio.get_running_loop().run_in_executor(None, _stored, notebook)
+        if len(data) > s.max_bytes:  # numbers can grow when written back (1E2 -> 100.0)
+            raise self._too_big(len(data))
         try:
             sub_id, replaced, ahead = await self.db(
                 self.store.admit, learner, exercise, data, self.client_of(), s.caps)
@@ -238,6 +264,10 @@ class SubmissionsHandler(Base):
             return Refused(429, "rate_limited", f"{learner} has sent {r.count} submissions in "
                            f"the last {caps.rate_seconds:g} s (the limit); try again in {wait} s",
                            {"Retry-After": str(wait)})
+        if r.kind == "quota":
+            return Refused(413, "over_quota", f"{learner}'s submissions take {r.count} bytes "
+                           f"of the {r.limit} a learner may store; this one does not fit: ask "
+                           "your instructor")
         # The capped submissions are spread through the queue: the honest wait
         # for them is the time the whole queue takes.
         waiting = await self.db(self.store.waiting)
@@ -300,7 +330,7 @@ class StandingHandler(Base):
         lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
 
         def read():
-            rows = self.store.graded(learner, exercise)
+            rows = self.store.graded(learner, exercise, notebooks=False)
             return recorded.standing(rows, self.settings_.recorded, lateness)
         self.send(200, {"exercise": exercise, "learner": learner, **await self.db(read)})
 

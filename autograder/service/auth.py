@@ -19,9 +19,10 @@ The learner is the hub user's ``name``; whatever a request says about itself
 is not read. Instructors are the members of the hub group ``instructors``
 (``--instructors`` to rename it) and the hub's admins.
 """
+import re
 import time
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 import tornado.web
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
@@ -140,7 +141,31 @@ class SignIn(HubOAuthenticated, tornado.web.RequestHandler):
 
     @tornado.web.authenticated
     def get(self):
-        target = self.get_argument("next", "")
-        if not target.startswith("/") or target.startswith("//") or "\\" in target:
-            target = self.hub_auth.base_url
-        self.redirect(target)
+        target = self.get_argument("next", "", strip=False)
+        self.redirect(local_path(target, self.hub_auth.base_url) or self.hub_auth.base_url)
+
+
+# What RFC 3986 allows in a URL, unencoded: no space, control character, backslash
+# or non-ASCII letter, which browsers drop, turn into "/" or rewrite before they
+# read where a URL points (https://url.spec.whatwg.org/#concept-basic-url-parser).
+_URL_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@%/?#\[\]]*\Z")
+
+
+def local_path(target, prefix):
+    """``target`` when a browser reads it as a path under ``prefix`` on this origin, else None.
+
+    ``target`` is a ``next=`` value as received (str); ``prefix`` a path such as
+    ``/services/grader/`` (leading and trailing slash). Refused: anything a browser
+    would read as another host or scheme (``//host``, ``/\\host``, ``/<TAB>/host``,
+    ``https:host``), and dot segments, plain or encoded (``/services/grader/%2e%2e/``),
+    which a browser resolves to a path outside ``prefix``: under the hub's origin
+    that could be ``/user/<name>/``, which the hub sends on to that learner's origin.
+    """
+    if not _URL_CHARACTERS.match(target):
+        return None
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith(prefix):
+        return None
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
+        return None
+    return target

@@ -251,11 +251,13 @@ class GradingThreads:
         for learner, exercise in pairs:
             if self.stopping.is_set():
                 return
-            keep = recorded(self.store.graded(learner, exercise), self.rule, lateness)
+            keep = recorded(self.store.graded(learner, exercise, notebooks=False),
+                            self.rule, lateness)
             if keep is None:  # regraded meanwhile: its new grading is synced when done
                 continue
             if keep["gradebook"] != "recorded":
-                try:
+                try:  # the one notebook written, read alone
+                    keep = dict(keep, notebook=self.store.notebook(keep["id"]))
                     self.mirror.record(keep, lateness(keep).penalty)
                 except Exception as exc:  # retried on a later round
                     errors.append(exc)

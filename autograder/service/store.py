@@ -169,6 +169,7 @@ class Caps:
     per_learner: int = defaults.MAX_PER_LEARNER
     per_client: int = defaults.MAX_PER_CLIENT
     max_queue: int = defaults.MAX_QUEUE
+    learner_bytes: int = defaults.LEARNER_BYTES  # stored notebook bytes per learner
 
 
 def process_name():
@@ -204,8 +205,8 @@ class Store:
     def admit(self, learner, exercise, notebook_bytes, client, caps, now=None):
         """Queue a submission if ``caps`` allow; return ``(id, replaced_ids, ahead)``.
 
-        Checked and written in one transaction: the learner's rate, then the
-        learner's still-queued submission for ``exercise`` (replaced by this
+        Checked and written in one transaction: the learner's rate and stored
+        bytes (``caps.learner_bytes``, this notebook included), then the learner's still-queued submission for ``exercise`` (replaced by this
         one), then waiting submissions per learner, per client and in all.
         ``ahead`` counts queued submissions before this one. Raises
         :class:`CapReached` (nothing written) when a cap is reached.
@@ -217,12 +218,7 @@ class Store:
             if self.postgres:  # one admission per learner at a time (caps are exact)
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
                              {"k": f"learner:{learner}"})
-            if caps.rate_count:
-                count, oldest = conn.execute(
-                    select(func.count(), func.min(s.submitted_at)).where(
-                        s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
-                if count >= caps.rate_count:
-                    raise CapReached("rate", count, caps.rate_count, oldest)
+            self._learner_room(conn, learner, len(notebook_bytes), caps, now)
             replaced = conn.execute(
                 update(submissions).where(s.learner == learner, s.exercise == exercise,
                                           s.status == "queued")
@@ -242,6 +238,28 @@ class Store:
                 id=sub_id, learner=learner, exercise=exercise, notebook=notebook_bytes,
                 client=client, status="queued", submitted_at=now))
         return sub_id, replaced, ahead
+
+    def room(self, learner, size, caps, now=None):
+        """Raise :class:`CapReached` if ``learner`` may not store ``size`` more bytes now
+        (their rate or their quota), as :meth:`admit` would; read only. The API asks this
+        before it parses a request, so that a learner at a cap costs no parse."""
+        with self._read() as conn:
+            self._learner_room(conn, learner, size, caps, time.time() if now is None else now)
+
+    @staticmethod
+    def _learner_room(conn, learner, size, caps, now):
+        s = submissions.c
+        if caps.rate_count:
+            count, oldest = conn.execute(
+                select(func.count(), func.min(s.submitted_at)).where(
+                    s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
+            if count >= caps.rate_count:
+                raise CapReached("rate", count, caps.rate_count, oldest)
+        if caps.learner_bytes:  # length() of a blob reads its header, not its bytes
+            used = conn.execute(select(func.coalesce(func.sum(func.length(s.notebook)), 0))
+                                .where(s.learner == learner)).scalar()
+            if used + size > caps.learner_bytes:
+                raise CapReached("quota", used, caps.learner_bytes)
 
     def waiting(self):
         """Submissions queued or running."""
@@ -440,13 +458,15 @@ class Store:
                 s.status == "done", s.gradebook.is_(None)).order_by(s.seq)).mappings().all()
         return [dict(r, result=json.loads(r["result"])) for r in rows]
 
-    def graded(self, learner, exercise):
+    def graded(self, learner, exercise, notebooks=True):
         """``learner``'s graded submissions of ``exercise``, oldest first, as the mirror
-        writes them (notebook, result parsed, ``gradebook`` state)."""
+        writes them (notebook, result parsed, ``gradebook`` state); without the
+        notebooks (no ``notebook`` key) when ``notebooks`` is false, for a view of scores."""
         s = submissions.c
+        cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.result,
+                s.gradebook] + ([s.notebook] if notebooks else [])
         with self._read() as conn:
-            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.status, s.notebook,
-                                       s.submitted_at, s.result, s.gradebook).where(
+            rows = conn.execute(select(*cols).where(
                 s.learner == learner, s.exercise == exercise, s.status == "done")
                 .order_by(s.seq)).mappings().all()
         return [dict(r, result=json.loads(r["result"])) for r in rows]

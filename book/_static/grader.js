@@ -77,7 +77,12 @@
     return node;
   }
 
+  var POLL_MS = 600000; // as the notebook's submit cell (learner_submit.POLL_S)
   function sleep(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
+
+  // An error with .transient set: no answer came (network, proxy, 5xx), so a request
+  // about a stored submission is worth repeating; without it the service refused.
+  function noAnswer(message) { var e = new Error(message); e.transient = true; return e; }
 
   async function call(url, options) {
     var response;
@@ -91,15 +96,38 @@
                         window.location.origin + "). Open the site from the course site address make " +
                         "serve printed.");
       }
-      throw new Error("nothing answers at " + base + ": the grading service is not running. Start the " +
-                      "course with make serve and keep it running.");
+      throw noAnswer("nothing answers at " + base + ": the grading service is not running. Start the " +
+                     "course with make serve and keep it running.");
     }
     var data = null;
     try { data = await response.json(); } catch (err) { data = null; }
     if (!response.ok) {
-      throw new Error((data && data.error) || ("the service answered HTTP " + response.status));
+      var message = (data && data.error) || ("the service answered HTTP " + response.status);
+      throw response.status >= 500 ? noAnswer(message) : new Error(message);
     }
     return data;
+  }
+
+  // Poll a stored submission until it is graded; a poll that gets no answer is tried
+  // again (the submission is kept, and a restarted service grades it). Null after POLL_MS.
+  async function follow(url, auth, say) {
+    var started = Date.now(), delay = 500, sub;
+    while (Date.now() - started < POLL_MS) {
+      try {
+        sub = await call(url, {headers: auth});
+      } catch (err) {
+        if (!err.transient) throw err;
+        say("the grading service does not answer just now (" + err.message + "); still trying\u2026");
+        await sleep(2000);
+        continue;
+      }
+      if (sub.status === "done") return sub;
+      say(sub.status === "queued" ? "queued (position " + sub.queue_position + ")\u2026"
+          : "grading\u2026 " + Math.round((Date.now() - started) / 1000) + " s");
+      await sleep(delay);
+      delay = Math.min(2000, delay * 1.5);
+    }
+    return null;
   }
 
   function show(feedback, sub) {
@@ -253,20 +281,25 @@
         }
         warned = null;
         status.textContent = "Sending " + file.files[0].name + "\u2026";
-        var sent = await call(service + "/api/submissions", {
-          method: "POST", headers: Object.assign({"Content-Type": "application/json"}, auth),
-          body: JSON.stringify(hub ? {exercise: root.getAttribute("data-grader-exercise"), notebook: notebook}
-                               : {exercise: root.getAttribute("data-grader-exercise"),
-                                  learner: id, notebook: notebook})});
-        var started = Date.now(), delay = 500, sub;
-        for (;;) {
-          sub = await call(service + "/api/submissions/" + encodeURIComponent(sent.id), {headers: auth});
-          if (sub.status === "done") break;
-          status.textContent = sub.status === "queued"
-            ? "Queued (position " + sub.queue_position + ")\u2026"
-            : "Grading\u2026 " + Math.round((Date.now() - started) / 1000) + " s";
-          await sleep(delay);
-          delay = Math.min(2000, delay * 1.5);
+        var sent;
+        try {
+          sent = await call(service + "/api/submissions", {
+            method: "POST", headers: Object.assign({"Content-Type": "application/json"}, auth),
+            body: JSON.stringify(hub ? {exercise: root.getAttribute("data-grader-exercise"), notebook: notebook}
+                                 : {exercise: root.getAttribute("data-grader-exercise"),
+                                    learner: id, notebook: notebook})});
+        } catch (err) {
+          throw new Error(err.message + (err.transient ? " It was not received: press Submit again to " +
+            "resend (a resend replaces a copy still waiting, so nothing is graded twice)." : ""));
+        }
+        var received = "Received: submission " + sent.id + "; ";
+        status.textContent = received + "queued (position " + sent.queue_position + ")\u2026";
+        var sub = await follow(service + "/api/submissions/" + encodeURIComponent(sent.id), auth,
+                               function (words) { status.textContent = received + words; });
+        if (!sub) {
+          status.textContent = received + "not graded yet. Reload this page later: it shows your " +
+            "latest graded submission.";
+          return;
         }
         status.textContent = "Graded" + (hub ? " as " + sub.learner : "") + ". Submission id: " + sub.id +
           (sent.late ? ". Late: " + sent.late + "." : "");

@@ -9,13 +9,15 @@ three additions, all only when the hub runs as root:
   cannot go: the venv's interpreter links into root's home (mode 0700), and
   the repository holds the hidden tests, the grading database and the hub's
   state. In the learner's namespace empty tmpfs mounts cover root's home, the
-  repository and ``/tmp`` (a ``/tmp`` of their own), and only the interpreter
+  repository, ``/tmp`` and ``/dev/shm`` (their own), System V IPC is the
+  server's own (an IPC namespace), and only the interpreter
   (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
 * **Nothing outlives the server**: when it stops, every process of the
-  learner's user is killed (:meth:`CourseSpawner.stop`).
+  learner's user is killed (:meth:`CourseSpawner.stop`); the server runs with
+  ``no_new_privs``, so no setuid program it starts leaves the learner's uid.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
@@ -67,14 +69,16 @@ def course_lib(spawner):
     """``$PYTHONPATH`` of a learner's server: the copy of the submit module in their home."""
     return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
 
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+PR_SET_NO_NEW_PRIVS = 38
 
 
 def covers():
-    """Folders hidden from learners' servers, with their tmpfs options: /tmp (one of
-    their own), root's home and the repository (empty, holding only what is bound back)."""
-    return {"/tmp": "size=512m,mode=1777", os.path.expanduser("~root"): mounts.SMALL,
-            str(REPO): mounts.SMALL}
+    """Folders hidden from learners' servers, with their tmpfs options: /tmp and /dev/shm
+    (their own, gone with the server), root's home and the repository (empty, holding
+    only what is bound back)."""
+    return {"/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
+            os.path.expanduser("~root"): mounts.SMALL, str(REPO): mounts.SMALL}
 
 
 def kept():
@@ -88,10 +92,18 @@ def confine():
     Raises OSError when namespaces are not available (the server does not start,
     rather than start with the repository in view)."""
     lib = mounts.libc()
-    if lib.unshare(CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+    # System V shared memory of its own too: freed when the server's last process ends.
+    if lib.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
     mounts.make_root_private(lib)
     mounts.cover(lib, covers(), kept())
+
+
+def no_new_privileges():
+    """``PR_SET_NO_NEW_PRIVS`` for this process and all it starts: a setuid program a
+    learner runs keeps the learner's uid, so it ends with the learner's processes."""
+    if mounts.libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 
 class CourseSpawner(LocalProcessSpawner):
@@ -107,6 +119,7 @@ class CourseSpawner(LocalProcessSpawner):
         def preexec():
             confine()
             drop()
+            no_new_privileges()
 
         return preexec
 

@@ -320,8 +320,8 @@ def test_a_grader_that_cannot_isolate_says_so(released_course, tmp_path):
         why = "learner code cannot run: without mount namespaces its uid cannot reach this Python"
         assert why in result["extra_data"]["fault"] and "PYTHON=" in result["extra_data"]["fault"]
         assert f"[RuntimeError: {why}" in done.stdout
-    assert "WITHOUT network and mount isolation: unshare(CLONE_NEWNS | CLONE_NEWNET) failed: " \
-           "Operation not permitted" in done.stderr
+    assert "WITHOUT network and mount isolation: unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC" \
+           ") failed: Operation not permitted" in done.stderr
     # and with the capability, nothing is said
     assert "isolation" not in grader_cli(tmp_path / "ada.ipynb", "--out", tmp_path / "out2").stderr
 

@@ -128,3 +128,19 @@ def test_no_learner_can_listen_on_a_port_of_the_hub(hub):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [w for k in HUB_PORTS for w in (hub.env[k], str(errno.EACCES))]
     assert "WARNING" not in hub.log()  # the hub warns about an unprivileged port
+
+
+def test_a_learner_server_gains_no_privileges_and_keeps_its_ipc(hub, accounts, sign_in):
+    """Her server runs with no_new_privs (a setuid program she starts keeps her uid) and
+    in an IPC namespace of its own (System V shared memory she leaves goes with it)."""
+    eve = sign_in("bob")
+    start_server(eve)
+    uid = pwd.getpwnam(eve.name).pw_uid
+    servers = [p for p in psutil.process_iter(["uids", "pid"])
+               if p.info["uids"] and p.info["uids"].real == uid]
+    assert servers
+    for proc in servers:
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        assert re.search(r"^NoNewPrivs:\s+1$", status, re.M), (proc.pid, status)
+        assert os.readlink(f"/proc/{proc.pid}/ns/ipc") != os.readlink("/proc/self/ns/ipc")
+    stop_server(eve)

@@ -101,3 +101,32 @@ def test_a_crashed_process_on_this_host_frees_its_leases_and_locks(store):
     assert store.take_lock("gradebook", "here:13", 120.0)
     assert not store.take_lock("other", "here:13", 120.0)
     assert store.claim("here:13:0", lease=30)["id"] == sub
+
+
+def test_a_learner_stores_no_more_than_their_quota(store):
+    """Every stored notebook's bytes count, replaced ones too; another learner is not held."""
+    caps = Caps(rate_count=0, learner_bytes=3 * len(NB))
+    for _ in range(3):
+        store.admit("ada", "update_with_donate", NB, "10.0.0.1", caps)
+    with pytest.raises(CapReached) as cap:
+        store.room("ada", len(NB), caps)  # what the API asks before it parses
+    assert (cap.value.kind, cap.value.count, cap.value.limit) == ("quota", 3 * len(NB), 3 * len(NB))
+    with pytest.raises(CapReached, match="quota"):
+        store.admit("ada", "update_with_donate", NB, "10.0.0.1", caps)
+    store.room("bea", len(NB), caps)
+    add(store, "bea", caps=caps)
+
+
+def test_a_view_of_scores_reads_no_notebook(store):
+    """api/standing reads the learner's graded rows; their notebooks stay in the database."""
+    from sqlalchemy import event
+
+    sub = add(store, "ada")
+    store.claim("host:1:0", lease=30)
+    store.finish(sub, "host:1:0", {"score": 1})
+    statements = []
+    event.listen(store.engine, "before_cursor_execute",
+                 lambda conn, cursor, sql, *rest: statements.append(sql))
+    rows = store.graded("ada", "update_with_donate", notebooks=False)
+    assert [r["id"] for r in rows] == [sub] and "notebook" not in rows[0]
+    assert statements and not any("notebook" in sql for sql in statements), statements
