@@ -34,7 +34,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder.service import class_page, class_stats
+from autograder.service import class_page, class_stats, outbox, roster
 from autograder.service.handler import Base, Refused, echo
 from autograder.service.class_view import listing, summary
 
@@ -63,8 +63,10 @@ class _Instructors(Base):
 
 class Class(_Instructors):
     def get(self):
-        self.send(200, {"exercises": summary(self.store, self.settings_.recorded,
-                                             self.application.settings["mirror"].deadlines)})
+        view = summary(self.store, self.settings_.recorded,
+                       self.application.settings["mirror"].deadlines)
+        self.send(200, {"exercises": outbox.annotate(view, self.store),
+                        "lms_never_launched": roster.never_launched(self.store)})
 
 
 class ClassPage(_Instructors):
