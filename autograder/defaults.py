@@ -263,26 +263,17 @@ SETTINGS = (
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
             "learners are hub users, see autograder/service/auth.py", env=("GRADER_AUTH",),
             flag="--auth", choices=("none", "hub")),
-    # a learning-management system (LTI 1.3): sign-in by launch, grades back, its roster
-    Setting("HUB_AUTH", "pam", "how people sign in to the hub: the machine's accounts (pam) "
-            "or a launch from the LMS (lti13)", env=("HUB_AUTH",), choices=("pam", "lti13")),
+    # a learning-management system (LTI 1.3): grades back, its roster
     Setting("LTI_ISSUER", "", "the LMS's issuer (iss of its launches, e.g. "
             "https://canvas.instructure.com)", env=("LTI_ISSUER",), default_text="none"),
     Setting("LTI_CLIENT_ID", "", "the client id the LMS gave this tool", env=("LTI_CLIENT_ID",),
             default_text="none (no LMS)"),
-    Setting("LTI_DEPLOYMENT_ID", "", "the LMS's deployment id of this tool",
-            env=("LTI_DEPLOYMENT_ID",), default_text="none"),
-    Setting("LTI_AUTHORIZE_URL", "", "the LMS's OIDC authorization URL (launches)",
-            env=("LTI_AUTHORIZE_URL",), default_text="none"),
-    Setting("LTI_KEYSET_URL", "", "the LMS's public key set URL (JWKS)",
-            env=("LTI_KEYSET_URL",), default_text="none"),
     Setting("LTI_TOKEN_URL", "", "the LMS's OAuth 2 access-token URL (grades back, roster)",
             env=("LTI_TOKEN_URL",), default_text="none"),
-    Setting("LTI_LINEITEMS_URL", "", "the course's AGS line items URL (the launches bring "
-            "it; set it to post grades before any launch)", env=("LTI_LINEITEMS_URL",),
-            default_text="the launches'"),
-    Setting("LTI_MEMBERSHIPS_URL", "", "the course's NRPS memberships URL (the launches bring "
-            "it)", env=("LTI_MEMBERSHIPS_URL",), default_text="the launches'"),
+    Setting("LTI_LINEITEMS_URL", "", "the course's AGS line items URL (its launches' "
+            "lineitems claim)", env=("LTI_LINEITEMS_URL",), default_text="none"),
+    Setting("LTI_MEMBERSHIPS_URL", "", "the course's NRPS memberships URL (its launches' "
+            "context_memberships_url claim)", env=("LTI_MEMBERSHIPS_URL",), default_text="none"),
     Setting("LTI_KEY_FILE", "", "the tool's "
             "private RSA key (PEM; made, mode 0600, when missing)", env=("LTI_KEY_FILE",),
             default_text="lti-tool-key.pem in HUB_STATE"),
@@ -315,9 +306,8 @@ SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_B
 """The settings of ``python -m autograder.service``, in ``--help``'s order."""
 CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The grading settings of ``python -m autograder``."""
-LTI = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_DEPLOYMENT_ID", "LTI_AUTHORIZE_URL",
-       "LTI_KEYSET_URL", "LTI_TOKEN_URL", "LTI_LINEITEMS_URL", "LTI_MEMBERSHIPS_URL",
-       "LTI_KEY_FILE", "LTI_PRIVATE_KEY")
+LTI = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_TOKEN_URL", "LTI_LINEITEMS_URL",
+       "LTI_MEMBERSHIPS_URL", "LTI_KEY_FILE", "LTI_PRIVATE_KEY")
 """The LMS's registration of this tool (environment only: the hub, the service and every
 worker read the same variables; ``autograder/service/lti_tool.py``)."""
 GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")

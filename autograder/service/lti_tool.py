@@ -36,9 +36,6 @@ class Registration:
 
     issuer: str = ""
     client_id: str = ""
-    deployment_id: str = ""
-    authorize_url: str = ""
-    keyset_url: str = ""
     token_url: str = ""
     lineitems_url: str = ""
     memberships_url: str = ""
@@ -46,7 +43,7 @@ class Registration:
     @classmethod
     def from_settings(cls):
         """The registration the environment gives (``LTI_*``)."""
-        return cls(*(defaults.setting(n) for n in defaults.LTI[:8]))
+        return cls(*(defaults.setting(n) for n in defaults.LTI[:5]))
 
     @property
     def can_post(self):

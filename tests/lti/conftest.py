@@ -26,8 +26,7 @@ def platform(tool_pem):
 @pytest.fixture
 def registration(platform):
     return lti_tool.Registration(
-        issuer=platform.url, client_id=platform.client_id, deployment_id=platform.deployment_id,
-        keyset_url=platform.url + "/jwks", token_url=platform.token_url,
+        issuer=platform.url, client_id=platform.client_id, token_url=platform.token_url,
         lineitems_url=platform.url + "/lineitems", memberships_url=platform.url + "/memberships")
 
 

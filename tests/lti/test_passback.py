@@ -21,6 +21,7 @@ from autograder.service.class_view import summary
 from autograder.service.lti_tool import CLIENT_ASSERTION_TYPE
 from autograder.service.recorded import late_by
 from tests.lti.course import EXERCISE, max_points
+from tests.lti.platform import INSTRUCTOR
 from tests.course import REPO
 
 HOUR, DAY = 3600.0, 86400.0
@@ -104,9 +105,10 @@ def test_thirty_learners_recorded_grades_end_in_the_lms_gradebook_once_each(plat
 
     post.plan()  # nothing changed: nothing is posted again
     assert post.drain() == 0
-    states = outbox.states(course.store)
-    assert all(states[(learner, EXERCISE)]["holds"] for learner in subs)
-    assert "never launched" in states[(outsider, EXERCISE)]["why"]
+    view = outbox.annotate(summary(course.store, "best", course.deadlines()), course.store)
+    lms = {learner: who["lms"] for learner, who in view[EXERCISE]["learners"].items()}
+    assert all(lms[learner] == {"holds": True, "why": None} for learner in subs)
+    assert not lms[outsider]["holds"] and "never launched" in lms[outsider]["why"]
 
     assert outbox.resend_all(course.store) == 31  # the instructor's re-send: still one each
     post.drain()
@@ -224,3 +226,15 @@ def _wait(ready, what, seconds=60.0):
     while not ready():
         assert time.monotonic() < deadline, f"waited {seconds:g} s for {what}"
         time.sleep(0.2)
+
+
+def test_lms_members_who_never_launched_are_on_the_roster(platform, client, course, registration):
+    subs = learners(platform, course, 2)  # two launched
+    for i in range(5):
+        platform.enrol(f"quiet-{i}", f"Quiet {i}")
+    platform.enrol("teacher", "Teacher", role=INSTRUCTOR)
+    assert roster.refresh(course.store, client, platform.url, registration.memberships_url) == 8
+    never = roster.never_launched(course.store)
+    assert sorted(who["name"] for who in never.values()) == [f"Quiet {i}" for i in range(5)]
+    assert not set(never) & set(subs) and not any(w["submitted"] for w in never.values())
+    assert all(roster.people(course.store)[learner]["launched"] for learner in subs)
