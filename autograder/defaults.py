@@ -269,6 +269,22 @@ SETTINGS = (
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
             "learners are hub users, see autograder/service/auth.py", env=("GRADER_AUTH",),
             flag="--auth", choices=("none", "hub")),
+    # a learning-management system (LTI 1.3): grades back, its roster
+    Setting("LTI_ISSUER", "", "the LMS's issuer (iss of its launches, e.g. "
+            "https://canvas.instructure.com)", env=("LTI_ISSUER",), default_text="none"),
+    Setting("LTI_CLIENT_ID", "", "the client id the LMS gave this tool", env=("LTI_CLIENT_ID",),
+            default_text="none (no LMS)"),
+    Setting("LTI_TOKEN_URL", "", "the LMS's OAuth 2 access-token URL (grades back, roster)",
+            env=("LTI_TOKEN_URL",), default_text="none"),
+    Setting("LTI_LINEITEMS_URL", "", "the course's AGS line items URL (its launches' "
+            "lineitems claim)", env=("LTI_LINEITEMS_URL",), default_text="none"),
+    Setting("LTI_MEMBERSHIPS_URL", "", "the course's NRPS memberships URL (its launches' "
+            "context_memberships_url claim)", env=("LTI_MEMBERSHIPS_URL",), default_text="none"),
+    Setting("LTI_KEY_FILE", "", "the tool's "
+            "private RSA key (PEM; made, mode 0600, when missing)", env=("LTI_KEY_FILE",),
+            default_text="lti-tool-key.pem in HUB_STATE"),
+    Setting("LTI_PRIVATE_KEY", "", "the tool's private RSA key itself (PEM), instead of "
+            "LTI_KEY_FILE", env=("LTI_PRIVATE_KEY",), default_text="none"),
     # the command line and Gradescope
     Setting("CLI_JOBS", "cores", "parallel submissions", flag="--jobs", parse=cores,
             default_text="this machine's cores"),
@@ -297,6 +313,10 @@ SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_B
 """The settings of ``python -m autograder.service``, in ``--help``'s order."""
 CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The grading settings of ``python -m autograder``."""
+LTI = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_TOKEN_URL", "LTI_LINEITEMS_URL",
+       "LTI_MEMBERSHIPS_URL", "LTI_KEY_FILE", "LTI_PRIVATE_KEY")
+"""The LMS's registration of this tool (environment only: the hub, the service and every
+worker read the same variables; ``autograder/service/lti_tool.py``)."""
 GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The settings of a Gradescope zip's build and its ``run_autograder``."""
 
@@ -336,6 +356,12 @@ def hub_public_url() -> str:
     (no port shown for HTTP's own, 80), each read from the environment first."""
     port = int(hub_setting("PORT"))
     return f"http://{hub_setting('HUB_DOMAIN')}" + ("" if port == 80 else f":{port}")
+
+
+def lti_key_file() -> Path:
+    """Where the tool's private LTI key is: ``LTI_KEY_FILE``, else ``lti-tool-key.pem`` in
+    the hub's state folder (``HUB_STATE``, mode 0700), each read from the environment first."""
+    return Path(setting("LTI_KEY_FILE") or Path(setting("HUB_STATE")) / "lti-tool-key.pem")
 
 
 def grader_url(host: str | None = None) -> str:

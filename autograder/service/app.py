@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import classroom, recorded
+from autograder.service import classroom, lti_routes, recorded
 from autograder.service.lateness import Lateness
 from autograder.service.handler import Base, Refused, echo, log, submission_view
 from autograder.service.store import CapReached, Caps, process_name, storage_problem
@@ -460,6 +460,7 @@ def make_app(store, grading, settings, mirror):
         (p + r"api/deadline", DeadlineHandler),
         (p + r"api/standing", StandingHandler),
         (p + r"api/config", Config),
+        *lti_routes.handlers(p, bool(settings.identity)),
         *extra,
         (r".*", NotFound),
     ], default_handler_class=NotFound, store=store, grading=grading, api=settings, mirror=mirror,

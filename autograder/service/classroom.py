@@ -38,7 +38,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder.service import class_page, class_stats, roster
+from autograder.service import class_page, class_stats, lms_roster, outbox, roster
 from autograder.service.handler import Base, Refused, echo, log
 from autograder.service.class_view import listing, summary
 
@@ -94,7 +94,9 @@ class Class(_Instructors):
         learners = {who: {"signed_in": signed_in, "submitted": sorted(
             name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions"))}
             for who, signed_in in course.learners.items()}
-        self.send(200, {"exercises": dict(sorted(view.items())), "roster": learners})
+        exercises = await self.db(lambda: outbox.annotate(dict(sorted(view.items())), self.store))
+        never = await self.db(lambda: lms_roster.never_launched(self.store))
+        self.send(200, {"exercises": exercises, "roster": learners, "lms_never_launched": never})
 
 
 class ClassPage(_Instructors):

@@ -26,10 +26,20 @@ import traceback
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import load, pipeline
+from autograder.service import outbox
 from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
+
+
+def lms_client():
+    """The :class:`~autograder.service.ags.Client` of the LMS the environment registers
+    (``LTI_*``), or None when none is (no client id or token URL)."""
+    from autograder.service.ags import Client
+    from autograder.service.lti_tool import Registration, private_key_pem
+    registration = Registration.from_settings()
+    return Client(registration, private_key_pem()) if registration.can_post else None
 
 
 class StoredRow:
@@ -96,6 +106,8 @@ class GradingThreads:
         self.name = process_name()
         self.work = threading.Condition()
         self.sync_wanted = threading.Event()
+        self.passback_wanted = threading.Event()
+        self.lms = lms_client()  # None: no LMS registered, no grades go back
         self.stopping = threading.Event()
         self.problems = {}  # thread name -> plain words, while it cannot proceed
         self.threads = []
@@ -103,6 +115,8 @@ class GradingThreads:
     def start(self):
         loops = [(f"grader-{slot}", self._grade_loop, (slot,)) for slot in self.slots]
         loops += [("gradebook", self._sync_loop, ()), ("heartbeat", self._heartbeat_loop, ())]
+        if self.lms is not None:
+            loops.append(("passback", self._passback_loop, ()))
         for name, target, args in loops:
             self.threads.append(threading.Thread(target=self._forever, args=(target, *args),
                                                  name=name, daemon=True))
@@ -120,6 +134,7 @@ class GradingThreads:
         with self.work:
             self.work.notify_all()
         self.sync_wanted.set()
+        self.passback_wanted.set()
         try:
             self.store.forget(self.name)
         except SQLAlchemyError:
@@ -190,6 +205,7 @@ class GradingThreads:
                 log.info("graded %s (%s): %g/%g in %.1f s", row["id"][:8], row["learner"],
                          result.score, result.max_score, time.monotonic() - start)
                 self.sync_wanted.set()
+                self.passback_wanted.set()
             elif not self.stopping.is_set():
                 log.warning("lease on %s ran out before its result was stored: result "
                             "discarded, the submission is graded again", row["id"][:8])
@@ -237,6 +253,10 @@ class GradingThreads:
                 if str(exc) != failing:
                     log.warning("gradebook not updated yet (will retry): %s", exc)
                 failing = str(exc)
+
+    def _passback_loop(self):
+        outbox.Sender(self.store, self.lms, self.rule, lambda: late_by(self.mirror.deadlines),
+                      f"{self.name}:passback").loop(self.stopping, self.passback_wanted)
 
     def sync_once(self):
         """Mirror each learner's recorded submission (``self.rule``, recorded.py) of every

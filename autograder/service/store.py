@@ -96,6 +96,49 @@ lesson_runs = Table(
     Column("first_at", Float, nullable=False),
     Column("last_at", Float, nullable=False),
 )
+# Grades back to a learning-management system (LTI 1.3 AGS; autograder/service/outbox.py):
+# one row per learner and exercise, the recorded grade the LMS should hold (``version``
+# counts its changes) and the version it is known to hold (``sent_version``).
+passback = Table(
+    "passback", metadata,
+    Column("learner", String(64), primary_key=True),
+    Column("exercise", String(64), primary_key=True),
+    Column("score", Float, nullable=False),
+    Column("max_score", Float, nullable=False),
+    Column("submission", String(64), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("changed_at", Float, nullable=False),  # the score's timestamp for the LMS
+    Column("sent_version", Integer, nullable=False, server_default="0"),
+    Column("sent_at", Float),
+    Column("tries", Integer, nullable=False, server_default="0"),
+    Column("next_at", Float, nullable=False, server_default="0"),
+    Column("problem", Text),
+    Column("lease_owner", String(128)),
+    Column("lease_until", Float),
+)
+# Who each learner is in the LMS: the hub user name made from (issuer, sub) at their
+# first launch, or a roster member (NRPS) who never launched (``launched`` 0).
+lti_people = Table(
+    "lti_people", metadata,
+    Column("learner", String(64), primary_key=True),
+    Column("issuer", String(255), nullable=False),
+    Column("sub", String(255), nullable=False),
+    Column("name", Text),
+    Column("roles", Text),
+    Column("launched", Integer, nullable=False, server_default="0"),
+    Column("seen_at", Float, nullable=False),
+)
+# The LMS's line item of each exercise (its URL), and the course's AGS/NRPS endpoints.
+lti_lineitems = Table(
+    "lti_lineitems", metadata,
+    Column("exercise", String(64), primary_key=True),
+    Column("url", Text, nullable=False),
+)
+lti_context = Table(
+    "lti_context", metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
 WAITING = ("queued", "running")
 CLAIM_LOCK = 7_315_001  # pg_advisory_xact_lock key for claims (any constant)
 
@@ -388,7 +431,8 @@ class Store:
 
     def release_dead(self, host, alive):
         """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone,
-        and free the named locks (:meth:`take_lock`) those processes held.
+        and free the named locks (:meth:`take_lock`) and outbox rows (grades being posted
+        to the LMS) those processes held.
 
         A service restarted after a crash gets its interrupted gradings back at
         once instead of after the lease, and mirrors the gradebook at once instead
@@ -405,6 +449,11 @@ class Store:
                 c.owner.like(f"{host}:%"))).scalars().all())
             if holders:
                 conn.execute(update(locks).where(c.owner.in_(holders)).values(until=0))
+            posters = dead(conn.execute(select(passback.c.lease_owner).distinct().where(
+                passback.c.lease_owner.like(f"{host}:%"))).scalars().all())
+            if posters:  # a grade being posted to the LMS: posted again by the next sender
+                conn.execute(update(passback).where(passback.c.lease_owner.in_(posters))
+                             .values(lease_owner=None, lease_until=None))
             leasers = dead(conn.execute(select(s.lease_owner).distinct().where(
                 s.status == "running", s.lease_owner.like(f"{host}:%"))).scalars().all())
             if not leasers:

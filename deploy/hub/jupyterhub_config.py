@@ -155,8 +155,11 @@ c.JupyterHub.services = [
         "command": [PYTHON, "-m", "autograder.service", "--auth", "hub", "--host", "127.0.0.1",
                     "--port", setting("GRADER_PORT"), "--origins", ""],
         "cwd": str(REPO),
-        "environment": dict(_service_env, **{k: v for k, v in os.environ.items()
-                                             if k.startswith("GRADER_") and k != "GRADER_PORT"}),
+        # the grading service's settings, and the LMS's registration (grades back; its
+        # key, when not given in LTI_PRIVATE_KEY, is made in the hub's state folder)
+        "environment": dict(_service_env, HUB_STATE=str(STATE), **{
+            k: v for k, v in os.environ.items()
+            if k.startswith(("GRADER_", "LTI_")) and k != "GRADER_PORT"}),
         "display": True,
         "oauth_no_confirm": True,
         "timeout": 600,  # seconds to start: it imports JAX before it listens (slow when loaded)

@@ -1,0 +1,277 @@
+"""Grades back to the LMS through an outbox in the course's database.
+
+:func:`plan` writes, per learner and exercise, the recorded grade the LMS should hold
+(:mod:`autograder.service.recorded` decides it, late penalty included) into the
+``passback`` table; a change of that number (a better attempt, a late penalty, an
+extension, a regrade, another rule) bumps the row's ``version`` and stamps
+``changed_at``, the score's AGS ``timestamp``. :func:`send_one` leases one row whose
+version the LMS does not hold yet, posts it (:mod:`autograder.service.ags`) and marks
+that version sent; a failure keeps the row, with the reason, for a retry after a
+backoff (2 s doubling to 5 min). Rows and leases are in the database, so a restart or a
+killed process loses nothing: a lease that ran out is taken by the next sender.
+
+Posting a version twice (a sender killed after the LMS took the score, before it marked
+it sent; an instructor's :func:`resend_all`) posts the same score with the same
+timestamp: the LMS's result for that learner stays one score. Line items are found or
+created under a named lock (:meth:`Store.take_lock`), so two processes never make two.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from sqlalchemy import and_, or_, select, update
+
+from autograder import exercises, results
+from autograder.service.ags import Failed
+from autograder.service.recorded import recorded, score
+from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
+
+LEASE_S = 60.0  # a post's lease: longer than a request's timeout
+PLAN_EVERY_S = 15.0  # a plan without a new grading (extensions, due dates change grades)
+BACKOFF_MAX_S = 300.0
+
+
+def backoff(tries: int) -> float:
+    """Seconds before try ``tries + 1``: 2 s doubling to 5 min, with 20 % jitter."""
+    return min(BACKOFF_MAX_S, 2.0 * 2 ** max(0, tries - 1)) * random.uniform(0.8, 1.2)
+
+
+def wanted(store, rule, lateness):
+    """``{(learner, exercise): (score, max_score, submission id)}``: each learner's recorded
+    grade (after the late penalty) of each exercise they have a graded submission of."""
+    rows_of = {}
+    for row in store.submissions():
+        rows_of.setdefault((row["learner"], row["exercise"]), []).append(row)
+    out = {}
+    for key, rows in rows_of.items():
+        keep = recorded(rows, rule, lateness)
+        if keep is not None:
+            result = results.stored(keep["result"], keep["exercise"])
+            out[key] = (score(keep) - lateness(keep).penalty, float(result.max_score), keep["id"])
+    return out
+
+
+def plan(store, rule, lateness, now=None):
+    """Bring the outbox to the recorded grades (see the module); the number of rows whose
+    grade changed. Call under the store's lock ``passback-plan`` (one planner at a time)."""
+    now = time.time() if now is None else now
+    want, p = wanted(store, rule, lateness), passback.c
+    changed = 0
+    with store.engine.begin() as conn:
+        have = {(r.learner, r.exercise): r for r in conn.execute(
+            select(p.learner, p.exercise, p.score, p.max_score, p.submission))}
+        for (learner, exercise), (points, most, sub_id) in want.items():
+            old = have.get((learner, exercise))
+            if old is None:
+                conn.execute(passback.insert().values(
+                    learner=learner, exercise=exercise, score=points, max_score=most,
+                    submission=sub_id, version=1, changed_at=now))
+            elif (old.score, old.max_score) != (points, most):
+                conn.execute(update(passback).where(
+                    p.learner == learner, p.exercise == exercise).values(
+                    score=points, max_score=most, submission=sub_id, version=p.version + 1,
+                    changed_at=now, tries=0, next_at=0, problem=None))
+            else:
+                if old.submission != sub_id:  # same grade from another submission: no post
+                    conn.execute(update(passback).where(
+                        p.learner == learner, p.exercise == exercise).values(submission=sub_id))
+                continue
+            changed += 1
+    return changed
+
+
+def context_url(store, name):
+    """The course's endpoint ``name`` (``lineitems``, ``memberships``) a launch brought."""
+    with store._read() as conn:
+        return conn.execute(select(lti_context.c.value).where(
+            lti_context.c.name == name)).scalar()
+
+
+def remember_context(store, **urls):
+    """Keep the endpoints a launch brought (``lineitems=...``, ``memberships=...``)."""
+    c = lti_context.c
+    with store.engine.begin() as conn:
+        for name, value in urls.items():
+            if value and not conn.execute(update(lti_context).where(c.name == name)
+                                          .values(value=value)).rowcount:
+                conn.execute(lti_context.insert().values(name=name, value=value))
+
+
+def claim(store, owner, now=None):
+    """Lease one row due for posting to ``owner``: ``dict(learner, exercise, score,
+    max_score, version, changed_at, tries, sub)`` or None. Due: a version the LMS does
+    not hold, its backoff over, no live lease, and the learner known to the LMS."""
+    now = time.time() if now is None else now
+    p, who = passback.c, lti_people.c
+    free = or_(p.lease_until.is_(None), p.lease_until < now)
+    with store.engine.begin() as conn:
+        row = conn.execute(
+            select(p.learner, p.exercise, p.score, p.max_score, p.version, p.changed_at,
+                   p.tries, who.sub).join(lti_people, who.learner == p.learner)
+            .where(p.version > p.sent_version, p.next_at <= now, free)
+            .order_by(p.next_at, p.changed_at).limit(1)).mappings().first()
+        if row is None:
+            return None
+        taken = conn.execute(update(passback).where(
+            p.learner == row["learner"], p.exercise == row["exercise"], free).values(
+            lease_owner=owner, lease_until=now + LEASE_S)).rowcount
+    return dict(row) if taken else None
+
+
+def _mine(row, owner):
+    p = passback.c
+    return and_(p.learner == row["learner"], p.exercise == row["exercise"],
+                p.lease_owner == owner)
+
+
+def sent(store, row, owner, now=None):
+    """The LMS holds ``row``'s version: mark it (and free the lease)."""
+    p = passback.c
+    with store.engine.begin() as conn:
+        conn.execute(update(passback).where(_mine(row, owner)).values(
+            lease_owner=None, lease_until=None))
+        conn.execute(update(passback).where(
+            p.learner == row["learner"], p.exercise == row["exercise"],
+            p.sent_version < row["version"]).values(
+            sent_version=row["version"], sent_at=time.time() if now is None else now,
+            tries=0, problem=None))
+
+
+def failed(store, row, owner, words, now=None):
+    """Posting ``row`` failed for ``words``: kept, retried after :func:`backoff`."""
+    now = time.time() if now is None else now
+    with store.engine.begin() as conn:
+        conn.execute(update(passback).where(_mine(row, owner)).values(
+            lease_owner=None, lease_until=None, tries=row["tries"] + 1,
+            next_at=now + backoff(row["tries"] + 1), problem=words))
+
+
+def line_item(store, client, lineitems_url, exercise, owner):
+    """The LMS's line item URL for ``exercise``: remembered, else found or created (under
+    the lock ``lineitem:<exercise>``). Raises :class:`Failed` when it cannot be had now."""
+    c = lti_lineitems.c
+    with store._read() as conn:
+        url = conn.execute(select(c.url).where(c.exercise == exercise)).scalar()
+    if url:
+        return url
+    if not store.take_lock(f"lineitem:{exercise}", owner, 60.0):
+        raise Failed("another process is finding or creating this exercise's line item")
+    try:
+        with store._read() as conn:  # made while this process waited for the lock?
+            url = conn.execute(select(c.url).where(c.exercise == exercise)).scalar()
+        if url:
+            return url
+        ex = exercises.get(exercise)
+        points = float(sum(p for _, _, p in ex.tests()))
+        url = client.line_item(lineitems_url, exercise, ex.title, points)
+        with store.engine.begin() as conn:
+            conn.execute(lti_lineitems.insert().values(exercise=exercise, url=url))
+        return url
+    finally:
+        store.take_lock(f"lineitem:{exercise}", owner, 0.0)  # ends at once
+
+
+def send_one(store, client, owner, lineitems_url=None):
+    """Post one due row (:func:`claim`); True if one was tried, False when none is due."""
+    row = claim(store, owner)
+    if row is None:
+        return False
+    try:
+        url = lineitems_url or client.registration.lineitems_url or \
+            context_url(store, "lineitems")
+        if not url:
+            raise Failed("no line items URL yet: no launch from the LMS has brought one "
+                         "(or set LTI_LINEITEMS_URL)")
+        item = line_item(store, client, url, row["exercise"], owner)
+        client.post_score(item, row["sub"], row["score"], row["max_score"], row["changed_at"])
+    except Failed as exc:
+        failed(store, row, owner, exc.words)
+    except Exception as exc:  # a bug or an odd answer: kept and retried like a failure
+        failed(store, row, owner, f"internal error: {type(exc).__name__}: {exc}")
+    else:
+        sent(store, row, owner)
+    return True
+
+
+def resend_all(store):
+    """The instructor's re-send: every row is posted again (same score and timestamp);
+    the number of rows."""
+    with store.engine.begin() as conn:
+        return conn.execute(update(passback).values(
+            sent_version=0, tries=0, next_at=0, problem=None)).rowcount
+
+
+def states(store):
+    """``{(learner, exercise): {"holds": bool, "why": str | None}}``: whether the LMS
+    holds the current recorded grade, and why not (waiting, the last failure, or no
+    LMS account)."""
+    p, who = passback.c, lti_people.c
+    with store._read() as conn:
+        rows = conn.execute(select(p.learner, p.exercise, p.version, p.sent_version, p.problem,
+                                   p.next_at, who.sub).outerjoin(
+            lti_people, who.learner == p.learner)).mappings().all()
+    out = {}
+    for r in rows:
+        holds = r["sent_version"] >= r["version"]
+        why = None
+        if not holds:
+            if r["sub"] is None:
+                why = "not an LMS member: never launched from the LMS"
+            elif r["problem"]:
+                why = f"{r['problem']} (retrying)"
+            else:
+                why = "waiting to be sent"
+        out[(r["learner"], r["exercise"])] = {"holds": holds, "why": why}
+    return out
+
+
+def annotate(view, store):
+    """Add to each learner of the class view (:func:`~autograder.service.class_view.summary`)
+    ``lms``: whether the LMS holds their recorded grade and why not (:func:`states`), or
+    None while no grade of theirs was planned for the LMS. ``view``, changed."""
+    known = states(store)
+    for exercise, ex in view.items():
+        for learner, who in ex["learners"].items():
+            who["lms"] = known.get((learner, exercise))
+    return view
+
+
+class Sender:
+    """Posts the outbox to the LMS of ``client`` as process ``owner`` (``host:pid:...``):
+    plans under the store's lock ``passback-plan`` (``lateness()`` gives the current
+    :func:`~autograder.service.recorded.late_by`), then posts every due row."""
+
+    def __init__(self, store, client, rule, lateness, owner):
+        self.store, self.client, self.rule, self.lateness = store, client, rule, lateness
+        self.owner = owner
+
+    def plan(self):
+        """One plan, unless another process is planning (then it does)."""
+        if self.store.take_lock("passback-plan", self.owner, 60.0):
+            try:
+                return plan(self.store, self.rule, self.lateness())
+            finally:
+                self.store.take_lock("passback-plan", self.owner, 0.0)
+        return 0
+
+    def drain(self, stopping=None):
+        """Post every due row; how many were tried."""
+        tried = 0
+        while not (stopping and stopping.is_set()) and send_one(self.store, self.client,
+                                                                 self.owner):
+            tried += 1
+        return tried
+
+    def loop(self, stopping, wanted):
+        """Until ``stopping``: plan when ``wanted`` is set (something was graded) or every
+        :data:`PLAN_EVERY_S`, post what is due every second (a backoff ending, a lease
+        freed)."""
+        planned = -PLAN_EVERY_S
+        while not stopping.is_set():
+            if wanted.is_set() or time.monotonic() - planned >= PLAN_EVERY_S:
+                wanted.clear()
+                planned = time.monotonic()
+                self.plan()
+            self.drain(stopping)
+            wanted.wait(timeout=1.0)

@@ -1,0 +1,271 @@
+"""A real LTI 1.3 platform on loopback for the tests: PyPI's ``lti1p3platform`` (its
+registration, keys, signed tokens and token checks) behind a small HTTP server with
+in-memory stores, as an LMS would run it.
+
+Routes (``Platform.url`` + ...): ``/jwks`` (the platform's keys), ``/token`` (the
+client-credentials grant), ``/lineitems`` (AGS line items; ``?resource_id=``),
+``/lineitems/<n>/scores`` and ``/results``, ``/memberships`` (NRPS).
+
+lti1p3platform 0.1.8 skips checks a real LMS makes; this harness adds them: the token
+request's assertion must have ``aud`` = the token URL, ``iss`` = ``sub`` = the client id,
+an unexpired ``exp``, and a ``jti`` never seen before; a score needs a token with the
+score scope, for a member of the course, with a timestamp not older than the result's.
+
+Controls for the tests: :meth:`Platform.stop` / :meth:`Platform.start` (down and up again
+on the same port), :attr:`Platform.fail_scores` (the next N score posts answer 503),
+:attr:`Platform.score_delay` (seconds each score post takes before it is taken).
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwcrypto.jwk import JWK
+from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.registration import Registration
+
+SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+
+
+def _pem():
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
+
+
+class _Config(LTI1P3PlatformConfAbstract):
+    def init_platform_config(self, **kwargs):
+        self._registration = kwargs["registration"]
+
+    def get_registration_by_params(self, **kwargs):
+        return self._registration
+
+
+class Platform:
+    """An LMS course with one tool registered (``client_id``; the tool's key set at
+    ``tool_jwks_url``, fetched when first needed), its members and gradebook in memory."""
+
+    def __init__(self, tool_jwks_url=None, tool_jwks=None, client_id="course-tool",
+                 deployment_id="deploy-1"):
+        self.client_id, self.deployment_id = client_id, deployment_id
+        self.private_pem, self.public_pem = _pem()
+        self.kid = JWK.from_pem(self.private_pem.encode()).thumbprint()
+        self.registration = Registration()
+        self.registration.set_client_id(client_id).set_deployment_id(deployment_id)
+        self.registration.set_platform_private_key(self.private_pem)
+        self.registration.set_platform_public_key(self.public_pem)
+        if tool_jwks is not None:
+            self.registration.set_tool_key_set(tool_jwks)
+        else:
+            self.registration.set_tool_key_set_url(tool_jwks_url)
+        self.lock = threading.Lock()
+        self.members = {}  # user_id -> {"user_id", "name", "roles", "status"}
+        self.lineitems = {}  # id (int) -> line item dict
+        self.results = {}  # (line item id, user_id) -> the score dict it holds
+        self.posts = []  # every score post taken: (line item id, score dict)
+        self.refused = []  # (path, status, why) of every request refused
+        self.jtis = set()
+        self.fail_scores = 0
+        self.scores_begun = 0  # score requests received (taken or not)
+        self.score_delay = 0.0
+        self.server = self.port = None
+        self.start()
+        self.registration.set_iss(self.url)
+        self.config = _Config(registration=self.registration)
+
+    # -- running ------------------------------------------------------------------
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def token_url(self):
+        return self.url + "/token"
+
+    def start(self):
+        """Serve (again, on the same port after :meth:`stop`)."""
+        handler = type("Handler", (_Handler,), {"platform": self})
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port or 0), handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self):
+        """Down: nothing answers on the port (connections are refused)."""
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    # -- the course ---------------------------------------------------------------
+    def enrol(self, user_id, name, role=LEARNER):
+        self.members[user_id] = {"user_id": user_id, "name": name, "roles": [role],
+                                 "status": "Active"}
+
+    def gradebook(self):
+        """``{(resourceId, user_id): scoreGiven}``: what the LMS's gradebook shows."""
+        with self.lock:
+            return {(self.lineitems[item]["resourceId"], user): score["scoreGiven"]
+                    for (item, user), score in self.results.items()}
+
+    # -- the checks lti1p3platform 0.1.8 does not make ------------------------------
+    def check_assertion(self, assertion):
+        """The tool's client assertion, decoded and checked (signature by the tool's key
+        set, ``aud``, ``iss``, ``sub``, ``exp``, ``jti``); raises ValueError saying why."""
+        try:
+            claims = self.config.tool_validate_and_decode(assertion)
+        except Exception as exc:  # a bad signature, an unknown kid, a malformed JWT
+            raise ValueError(f"client assertion not accepted: {exc}")
+        audience = claims.get("aud")
+        if self.token_url not in (audience if isinstance(audience, list) else [audience]):
+            raise ValueError(f"aud {audience!r} is not the token URL")
+        if claims.get("iss") != self.client_id or claims.get("sub") != self.client_id:
+            raise ValueError("iss and sub must be the client id")
+        if not isinstance(claims.get("exp"), (int, float)) or claims["exp"] < time.time():
+            raise ValueError("the assertion has expired (or has no exp)")
+        with self.lock:
+            if not claims.get("jti") or claims["jti"] in self.jtis:
+                raise ValueError("jti missing or replayed")
+            self.jtis.add(claims["jti"])
+        return claims
+
+    def scopes_of(self, headers):
+        """The scopes of the bearer token in ``headers`` (a platform-signed access token),
+        or None when there is none or it is not valid."""
+        auth = headers.get("Authorization", "").split()
+        if len(auth) != 2 or auth[0].lower() != "bearer":
+            return None
+        try:
+            claims = jwt.decode(auth[1], self.public_pem, algorithms=["RS256"])
+        except jwt.PyJWTError:
+            return None
+        if claims.get("iss") != self.url or claims.get("sub") != self.client_id:
+            return None
+        return set(claims.get("scopes", "").split())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    platform: Platform
+
+    def log_message(self, *args):
+        pass
+
+    def _answer(self, status, data=None, content_type="application/json"):
+        body = b"" if data is None else json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _refuse(self, status, why):
+        self.platform.refused.append((self.path, status, why))
+        self._answer(status, {"error": why})
+
+    def _body(self):
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _scoped(self, scope):
+        scopes = self.platform.scopes_of(self.headers)
+        if scopes is None:
+            self._refuse(401, "missing or invalid access token")
+            return False
+        if scope not in scopes:
+            self._refuse(403, f"the token lacks scope {scope}")
+            return False
+        return True
+
+    def do_GET(self):
+        p, path = self.platform, urlsplit(self.path)
+        query = {k: v[0] for k, v in parse_qs(path.query).items()}
+        parts = path.path.strip("/").split("/")
+        if parts == ["jwks"]:
+            jwk = Registration.get_jwk(p.public_pem)
+            return self._answer(200, {"keys": [dict(jwk, kid=p.kid)]})
+        if parts == ["lineitems"] and self._scoped(LINEITEM_SCOPE):
+            with p.lock:
+                items = [i for i in p.lineitems.values() if query.get("resource_id") in
+                         (None, i.get("resourceId"))]
+            return self._answer(200, items)
+        if parts[0] == "lineitems" and len(parts) == 3 and parts[2] == "results" \
+                and self._scoped(LINEITEM_SCOPE):
+            item = int(parts[1])
+            with p.lock:
+                found = [{"userId": u, "resultScore": s["scoreGiven"],
+                          "resultMaximum": s["scoreMaximum"]}
+                         for (i, u), s in p.results.items() if i == item]
+            return self._answer(200, found)
+        if parts == ["memberships"] and self._scoped(NRPS_SCOPE):
+            return self._answer(200, {"id": p.url + "/memberships",
+                                      "context": {"id": "course-1", "title": "JAX donation"},
+                                      "members": list(p.members.values())})
+        if not self.wfile.closed and parts[0] not in ("lineitems", "memberships"):
+            self._answer(404, {"error": "not found"})
+
+    def do_POST(self):
+        p, parts = self.platform, urlsplit(self.path).path.strip("/").split("/")
+        body = self._body()
+        if parts == ["token"]:
+            return self._token(body)
+        if parts == ["lineitems"] and self._scoped(LINEITEM_SCOPE):
+            item = json.loads(body)
+            with p.lock:  # as an LMS does, a second item with the same resourceId is kept
+                number = len(p.lineitems) + 1
+                item = dict(item, id=f"{p.url}/lineitems/{number}")
+                p.lineitems[number] = item
+            return self._answer(201, item)
+        if parts[0] == "lineitems" and len(parts) == 3 and parts[2] == "scores" \
+                and self._scoped(SCORE_SCOPE):
+            return self._score(int(parts[1]), json.loads(body))
+        if parts[0] not in ("lineitems",):
+            self._answer(404, {"error": "not found"})
+
+    def _token(self, body):
+        p = self.platform
+        form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+        try:
+            p.check_assertion(form.get("client_assertion", ""))
+            answer = p.config.get_access_token(form)
+        except Exception as exc:  # the library's own refusals too (grant type, claims)
+            return self._refuse(401, f"invalid_client: {exc}")
+        self._answer(200, answer)
+
+    def _score(self, item, score):
+        p = self.platform
+        with p.lock:
+            p.scores_begun += 1
+        if p.score_delay:
+            time.sleep(p.score_delay)
+        with p.lock:
+            if p.fail_scores > 0:
+                p.fail_scores -= 1
+                return self._refuse(503, "the gradebook is being maintained")
+            if item not in p.lineitems:
+                return self._refuse(404, "no such line item")
+            if score.get("userId") not in p.members:
+                return self._refuse(400, "not a member of the course")
+            if score.get("activityProgress") is None or score.get("gradingProgress") is None:
+                return self._refuse(400, "activityProgress and gradingProgress are required")
+            when = datetime.fromisoformat(score["timestamp"])
+            held = p.results.get((item, score["userId"]))
+            if held is not None and when < datetime.fromisoformat(held["timestamp"]):
+                return self._refuse(409, "a newer score is held")
+            p.results[(item, score["userId"])] = score
+            p.posts.append((item, score))
+        self._answer(200, {})
