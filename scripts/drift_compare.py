@@ -48,6 +48,7 @@ def compare_rules(old, new):
         else:
             status = SAME if _held(mine) == _held(other) else CHANGED
             rows.append(_row("rule", *key, status, _held(mine), _held(other)))
+        rows[-1]["prose"] = mine.get("prose", [])  # the pages whose sentences name it
     rows += [_row("rule", *key, CHANGED, "not asserted", _held(r)) for key, r in theirs.items()]
     return rows
 
@@ -123,6 +124,8 @@ def format_report(rows, old_jax, new_jax):
             line += f" ({_show(r['old'])} -> {_show(r['new'])})"
         elif r["status"] == FAILED:
             line += f" ({r['error']})"
+        if r.get("prose") and r["status"] != SAME:
+            line += f"; the prose of {', '.join(r['prose'])} relies on it"
         lines.append(line)
     counts = {s: sum(r["status"] == s for r in rows) for s in (SAME, CHANGED, FAILED)}
     total = ", ".join(f"{n} {s}" for s, n in counts.items())

@@ -13,6 +13,7 @@ page says ``True``. :func:`lab_notebook` rewrites every markdown cell:
 * ``{ref}`` and ``{doc}`` become links to the other lesson notebooks (same
   folder) or to an exercise notebook in the learner workspace
   (``../<exercise>/<exercise>.ipynb``), else their text;
+* ``{rule}`id``` becomes "(checked: `id`)", an explanation keeps its mark;
 * targets disappear; an exercise or solution block starts with a bold word.
 
 Cells the page hides (tags ``remove-cell``, ``remove-input``: the lesson's
@@ -76,6 +77,10 @@ def _role(ctx: Context, match: re.Match, format_plain_text) -> str:
         return f"[{text}]({href})" if href else text
     if name == "math":
         return f"${body}$"
+    if name == "rule":  # the rule that checks the sentence (book/_ext/rules_site.py)
+        return f"(checked: `{body}`)"
+    if name == "explanation":
+        return f"{body} *(explanation, not checked)*"
     return f"`{body}`" if name in ("code", "literal") else body
 
 

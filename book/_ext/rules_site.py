@@ -3,11 +3,18 @@
 Each lesson asserts its rules through ``book/lessons/course_rules.py`` and glues
 their records (``rules_records``) and its list of them (``rules_asserted``); this
 extension, after the build, writes every page's records into one artefact,
-``_static/rules.json`` (``[{"id", "statement", "page", "jax"}]``, in page order), and
+``_static/rules.json`` (``[{"id", "statement", "page", "jax", "held", "prose"}]``, in page
+order; ``prose``: the pages whose sentences name the rule), and
 copies the helper beside the lesson notebooks so that they run in JupyterLab too.
 
 The build fails when a lesson published no records or its page does not show the
 list, so no lesson can state rules that were not checked by the helper.
+
+Prose is bound to the rules too: ``{rule}`id``` after a sentence names the rule that
+checks it (shown as a link to the list that states it); the build fails when no page
+asserted that id, or when it did not hold. ``{explanation}`text``` and an
+``{explanation}`` block mark what no check can carry (shown as an explanation);
+tests/book/test_prose_claims.py holds every behaviour sentence to one of the two.
 
 Under each list it adds, from the last drift report (``book/drift_report.json``,
 committed by ``make drift``), on which other JAX the page's rules were checked and
@@ -19,11 +26,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
 
 REPO = Path(__file__).resolve().parents[2]
 HELPER = REPO / "book" / "lessons" / "course_rules.py"
@@ -38,6 +48,8 @@ NOTEBOOK_DIR = "_notebooks/lessons"  # where course_run.py writes the lesson not
 LIST_DIRECTIVE = "```{glue:md} rules_asserted"
 DRIFT_REPORT = REPO / "book" / "drift_report.json"
 SECTION_ID = "what-this-page-asserts"
+EXPLANATION_MARK = "explanation, not checked"
+EXPLANATION_TITLE = "Explanation: why it happens, which no check on this page can carry"
 
 
 def _drift_compare():
@@ -71,8 +83,6 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
 
 def add_drift_sentence(app: Sphinx, doctree, docname: str) -> None:
     """The last drift report's sentence for this lesson, under its list of rules."""
-    from docutils import nodes
-
     if not asserts_rules(docname) or not DRIFT_REPORT.is_file():
         return
     sentence = _drift_compare().page_summary(json.loads(DRIFT_REPORT.read_text()), docname)
@@ -81,14 +91,101 @@ def add_drift_sentence(app: Sphinx, doctree, docname: str) -> None:
             section += nodes.paragraph(text=sentence, classes=["course-drift"])
 
 
+class rule_ref(nodes.inline):
+    """A ``{rule}`id``` in prose, resolved once every page's records are read."""
+
+
+def rule_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+    rule_id = text.strip()
+    node = rule_ref(rawtext, "", rule_id=rule_id, classes=["course-rule"])
+    return [node], []
+
+
+def explanation_role(name, rawtext, text, lineno, inliner, options=None, content=()):
+    """An explanation inside a sentence: shown with a mark that no check carries it."""
+    node = nodes.inline(rawtext, "", classes=["course-explanation"])
+    node += nodes.Text(text)
+    node += nodes.inline("", EXPLANATION_MARK, classes=["course-explanation-mark"])
+    return [node], []
+
+
+class Explanation(SphinxDirective):
+    """A block of explanation no check can carry (why XLA does what the rules show)."""
+
+    has_content = True
+    optional_arguments = 1  # a title of its own, e.g. "Not measured here"
+    final_argument_whitespace = True
+
+    def run(self):
+        title = f"{self.arguments[0]} (not checked by the build)" if self.arguments else EXPLANATION_TITLE
+        box = nodes.container(classes=["course-explanation-block"])
+        box += nodes.paragraph("", title, classes=["course-explanation-title"])
+        self.state.nested_parse(self.content, self.content_offset, box)
+        return [box]
+
+
+def all_records(app: Sphinx) -> dict[str, dict]:
+    """id -> record (with ``page``) of every page that asserts rules, first page first."""
+    from myst_nb.ext.glue.crossref import read_glue_cache
+
+    found: dict[str, dict] = {}
+    for docname in sorted(d for d in app.env.found_docs if asserts_rules(d)):
+        for row in page_records(read_glue_cache(app.env.mystnb_config.output_folder, docname), docname):
+            found.setdefault(row["id"], row)
+    return found
+
+
+def rule_named(known: dict[str, dict], rule_id: str, docname: str) -> dict:
+    """The record of ``rule_id`` (``known``: :func:`all_records`); raises ExtensionError
+    when no page asserted it or it did not hold (a drift run records such rules)."""
+    row = known.get(rule_id)
+    if row is None:
+        raise ExtensionError(f"{docname}: {{rule}}`{rule_id}` names no rule a page asserted")
+    if row.get("held") is False:
+        raise ExtensionError(f"{docname}: {{rule}}`{rule_id}` did not hold on JAX {row['jax']}")
+    return row
+
+
+def resolve_rule_refs(app: Sphinx, doctree, docname: str) -> None:
+    """Each ``{rule}`id``` becomes a link to the list that states the rule; an id no
+    page asserted, or a rule recorded as not holding, fails the build."""
+    refs = list(doctree.findall(rule_ref))
+    if not refs:
+        return
+    known = all_records(app)
+    for ref in refs:
+        row = rule_named(known, ref["rule_id"], docname)
+        uri = app.builder.get_relative_uri(docname, row["page"]) + "#" + SECTION_ID
+        link = nodes.reference("", "", refuri=uri, classes=["course-rule-link"],
+                               reftitle=f"checked while this page was built: {row['statement']}")
+        link += nodes.literal(ref["rule_id"], ref["rule_id"])
+        ref.replace_self(nodes.inline("", "", link, classes=["course-rule"]))
+
+
+RULE_ROLE = re.compile(r"\{rule\}`([^`]+)`")
+
+
+def prose_names(sources: dict[str, str]) -> dict[str, list[str]]:
+    """rule id -> the pages (docnames, in order) whose prose names it with ``{rule}``;
+    ``sources``: docname -> MyST source. The drift report shows them beside each rule."""
+    named: dict[str, list[str]] = {}
+    for docname, text in sources.items():
+        for rule_id in dict.fromkeys(RULE_ROLE.findall(text)):
+            named.setdefault(rule_id.strip(), []).append(docname)
+    return named
+
+
 def write_records(app: Sphinx, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     from myst_nb.ext.glue.crossref import read_glue_cache
 
     rows = []
-    for docname in sorted(d for d in app.env.found_docs if asserts_rules(d)):
+    docs = sorted(d for d in app.env.found_docs if asserts_rules(d))
+    for docname in docs:
         rows += page_records(read_glue_cache(app.env.mystnb_config.output_folder, docname), docname)
+    named = prose_names({d: Path(app.env.doc2path(d)).read_text(encoding="utf-8") for d in docs})
+    rows = [dict(row, prose=named.get(row["id"], [])) for row in rows]
     out = Path(app.outdir)
     (out / ARTEFACT).parent.mkdir(parents=True, exist_ok=True)
     (out / ARTEFACT).write_text(json.dumps(rows, indent=1), encoding="utf-8")
@@ -98,6 +195,11 @@ def write_records(app: Sphinx, exception) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", check_source)
+    app.add_node(rule_ref, html=(lambda self, node: None, lambda self, node: None))
+    app.add_role("rule", rule_role)
+    app.add_role("explanation", explanation_role)
+    app.add_directive("explanation", Explanation)
+    app.connect("doctree-resolved", resolve_rule_refs)
     app.connect("doctree-resolved", add_drift_sentence)
     app.connect("build-finished", write_records)
     # Pages are re-read when this extension changes (so each notes the report as a dependency).

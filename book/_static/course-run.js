@@ -251,6 +251,8 @@
     status.textContent = "Loading the code runner...";
     try {
       await loadOnce("link", { rel: "stylesheet", href: STATIC + "thebe/thebe.css" });
+      // its code/pre font would restyle the whole page: course-run.css restores it outside its cells
+      document.documentElement.classList.add("course-thebe-styles");
       await loadOnce("script", { src: STATIC + "thebe/index.js" });
       var cells = markCells();
       var base = BASE, token = TOKEN;

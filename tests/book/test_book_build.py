@@ -139,6 +139,13 @@ def test_a_broken_cross_reference_fails_the_build(tmp_path):
     assert result.returncode != 0, "a broken {doc} reference did not fail the build"
 
 
+def test_a_rule_named_in_prose_that_no_page_asserted_fails_the_build(tmp_path):
+    # book/_ext/rules_site.py resolves {rule}`id` against every page's records
+    result = build_book(tiny_book(tmp_path, "# Page\n\nThe input is deleted {rule}`no-such-rule`.\n"))
+    assert result.returncode != 0, "a {rule} naming no asserted rule did not fail the build"
+    assert "names no rule a page asserted" in result.stdout + result.stderr
+
+
 @pytest.mark.usefixtures("built_site")
 def test_a_rebuild_with_nothing_changed_executes_no_notebook():
     # `--all` makes Sphinx re-read every page, so each lesson goes through

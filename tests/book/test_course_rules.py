@@ -82,3 +82,14 @@ def test_a_lesson_asserts_only_through_rule_and_shows_its_list(lesson):
         assert not bare, f"{lesson}: state these through rule(): {bare}"
     assert "```{glue:md} rules_asserted" in source
     assert "publish()" in source
+
+
+def test_a_rule_named_in_prose_must_be_asserted_and_have_held():
+    site = _load("rules_site_under_test", REPO / "book" / "_ext" / "rules_site.py")
+    known = {"a": {"id": "a", "statement": "one", "jax": "0.12.0", "held": True, "page": "p"},
+             "b": {"id": "b", "statement": "two", "jax": "0.12.0", "held": False, "page": "p"}}
+    assert site.rule_named(known, "a", "book/lessons/x")["statement"] == "one"
+    with pytest.raises(Exception, match="names no rule"):
+        site.rule_named(known, "missing", "book/lessons/x")
+    with pytest.raises(Exception, match="did not hold"):
+        site.rule_named(known, "b", "book/lessons/x")

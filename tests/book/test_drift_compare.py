@@ -78,3 +78,13 @@ def test_a_glued_version_is_shown_but_is_no_drift():
     assert [r["status"] for r in rows] == [drift_compare.VERSION] * 2
     assert not drift_compare.drifted(rows)
     assert drift_compare.drifted(drift_compare.compare(OLD, NEW))
+
+
+def test_a_rule_the_prose_names_says_so_when_it_drifts():
+    old = dict(OLD, rules=[dict(OLD["rules"][0], prose=[PAGE]), dict(OLD["rules"][1], prose=[PAGE, "book/intro"])])
+    rows = drift_compare.compare_rules(old, NEW)
+    assert [r["prose"] for r in rows] == [[PAGE], [PAGE, "book/intro"]]
+    lines = drift_compare.format_report(rows, "0.12.0", "0.10.2")
+    assert f"rule   {PAGE} a: same" in lines  # a rule that held is not flagged
+    assert (f"rule   {PAGE} b: changed (holds -> does not hold); the prose of {PAGE}, book/intro "
+            "relies on it") in lines

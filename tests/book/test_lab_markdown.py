@@ -73,3 +73,11 @@ def test_glued_markdown_becomes_its_text():
         "Before.\n\n- `a-rule`: it holds\n\nAfter.")
     with pytest.raises(KeyError, match="rules"):
         lab_markdown.rewrite(text, ctx())
+
+
+def test_rule_references_and_explanations_stay_visible_as_such():
+    text = ("It is deleted {rule}`taken-donation-deletes`; XLA {explanation}`frees it at its last use`.\n\n"
+            ":::{explanation}\nBuffer lifetimes.\n:::\n")
+    assert lab_markdown.rewrite(text, ctx()) == (
+        "It is deleted (checked: `taken-donation-deletes`); XLA frees it at its last use "
+        "*(explanation, not checked)*.\n\n> **Explanation.**\n>\n> Buffer lifetimes.\n")

@@ -1,0 +1,113 @@
+"""Every lesson sentence that states JAX behaviour is bound to a check, read from the
+MyST sources (fast: no site build, no kernel).
+
+A sentence that names a JAX behaviour (a word of :data:`BEHAVIOUR`: what donates,
+aliases, is deleted, warns, recompiles, costs memory) must name the rule that checks
+it with ``{rule}`id``` (book/_ext/rules_site.py resolves it at build time: an
+unknown id, or a rule that did not hold, fails the build), or sit in an
+``{explanation}`` block or role (an explanation no check can carry, shown as such).
+A rule's own statement reaches the page through the "What this page asserts" list,
+which is generated from the records, so it needs no mark in the prose.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.book.sitebuild import LESSONS, REPO
+
+PAGES = [f"lessons/{name}" for name in LESSONS] + ["intro"]
+
+# What a sentence says JAX does (words in the prose, not inside inline code).
+BEHAVIOUR = re.compile(
+    r"\b(donates|is donated|are donated|was donated|aliases|aliased|aliasing|deleted|deletes|"
+    r"warns|warning|warned|recompiles?|recompil\w+|compiles|compiled once|compiles once|"
+    r"copies|reuses?d?|costs?|bytes|memory|freed|frees|declines?|takes? (?:its|the|their|that|a) buffers?)\b",
+    re.I)
+RULE_ROLE = re.compile(r"\{rule\}`(?P<id>[^`]+)`")
+EXPLAIN_ROLE = re.compile(r"\{explanation\}`[^`]*`", re.S)
+RULE_CALL = re.compile(r"""\brule\(\s*["'](?P<id>[a-z0-9-]+)["']""")
+FENCE = re.compile(r"^(?P<fence>```+|:::+)\{(?P<name>[\w:-]+)\}[^\n]*\n(?P<body>.*?)^(?P=fence)[ \t]*$",
+                   re.M | re.S)
+# Blocks whose text is not prose claims: code, glued output, the practice tasks
+# (instructions to the reader), and explanations (marked as such on the page).
+NOT_CLAIMS = {"code-cell", "glue:md", "glue:figure", "explanation"}
+FRONT = re.compile(r"\A---\n.*?\n---\n", re.S)
+INLINE_CODE = re.compile(r"``?[^`]+``?")
+ROLE_TEXT = re.compile(r"\{(?!rule\})[a-z][\w:+-]*\}`[^`]*`")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"*{`])")
+
+
+def prose(source: str) -> str:
+    """The page's prose: front matter, code cells, glued blocks, practice tasks and
+    explanation blocks removed, other directives' bodies kept."""
+    text = FRONT.sub("", source)
+    text = re.sub(r"(?s)```\{exercise-start\}.*?```\{exercise-end\}\n```", "\n\n", text)
+
+    def block(match: re.Match) -> str:
+        return "\n\n" if match["name"] in NOT_CLAIMS else "\n\n" + match["body"] + "\n\n"
+
+    text = FENCE.sub(block, text)
+    # headings, targets, options, and table rows (measured values; their prose says what they show)
+    text = re.sub(r"(?m)^(#.*|\([\w:.-]+\)=|:[\w-]+:.*|\|.*)$", "", text)
+    return text
+
+
+# A list item is a sentence of its own; one that starts with a link to a page
+# ({doc}) is a summary of that page, whose own sentences are held to the rule.
+LIST_ITEM = re.compile(r"\n(?=\s*(?:[-*]|\d+\.)\s)")
+PAGE_SUMMARY = re.compile(r"^\s*(?:[-*]|\d+\.)\s+\{doc\}")
+
+
+def sentences(source: str):
+    """Each prose sentence of ``source`` (whitespace folded)."""
+    for paragraph in re.split(r"\n\s*\n", prose(source)):
+        for item in LIST_ITEM.split("\n" + paragraph):
+            if PAGE_SUMMARY.match(item):
+                continue
+            item = " ".join(item.split())
+            yield from (s for s in SENTENCE_END.split(item) if s)
+
+
+def unbound(source: str) -> list[str]:
+    """Sentences naming a JAX behaviour with neither a {rule} role nor an explanation."""
+    found = []
+    for sentence in sentences(source):
+        if RULE_ROLE.search(sentence) or EXPLAIN_ROLE.search(sentence):
+            continue
+        words = INLINE_CODE.sub(" ", ROLE_TEXT.sub(" ", sentence))
+        if BEHAVIOUR.search(words):
+            found.append(sentence)
+    return found
+
+
+def test_a_behaviour_sentence_needs_a_rule_or_an_explanation():
+    page = ("---\nkernelspec: {}\n---\n# Title\n\nThe input is deleted after the call. "
+            "It stays deleted {rule}`taken-donation-deletes`. Plain words here.\n\n"
+            "```{code-cell} ipython3\nx.is_deleted()  # deleted\n```\n\n"
+            ":::{explanation}\nXLA frees the buffer at its last use.\n:::\n\n"
+            "So it costs no memory {explanation}`(buffer lifetimes)`. `aliased` is code.\n\n"
+            "1. {doc}`lessons/x`: the warning, summarised.\n"
+            "2. A list item that warns.\n")
+    assert unbound(page) == ["The input is deleted after the call.", "A list item that warns."]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_behaviour_sentence_is_bound(page):
+    source = (REPO / "book" / f"{page}.md").read_text(encoding="utf-8")
+    loose = unbound(source)
+    assert not loose, (f"book/{page}.md: {len(loose)} sentences state JAX behaviour with no "
+                       "{rule}`id` and no {explanation}:\n- " + "\n- ".join(loose))
+
+
+def test_every_rule_named_in_prose_is_asserted_by_a_lesson():
+    asserted, named = set(), {}
+    for page in PAGES:
+        source = (REPO / "book" / f"{page}.md").read_text(encoding="utf-8")
+        asserted |= set(RULE_CALL.findall(source))
+        for rule_id in RULE_ROLE.findall(source):
+            named.setdefault(rule_id, page)
+    unknown = {rule_id: page for rule_id, page in named.items() if rule_id not in asserted}
+    assert not unknown, f"rules named in prose that no lesson asserts: {unknown}"
