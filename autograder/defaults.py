@@ -214,6 +214,9 @@ SETTINGS = (
             default_text="the hub's user, else the operating-system user"),
     Setting("GRADER_URL", "", "where the submit cell sends a notebook", env=("GRADER_URL",),
             default_text="http://HOST:GRADER_PORT"),
+    Setting("GRADER_TOKEN", "", "make serve's key to its grading service (--auth local), "
+            "sent by its pages and submit cells", env=("GRADER_TOKEN",),
+            default_text="a new random one at each make serve"),
     # the grading service and its workers
     Setting("GRADER_HOST", HOST, "interface the grading service listens on",
             env=("GRADER_HOST", "HOST"), flag="--host", default_text=f"HOST or {HOST}"),
@@ -261,8 +264,10 @@ SETTINGS = (
             "without renewal (renewed every third); after that another worker grades it",
             env=("GRADER_LEASE",), flag="--lease", parse=float),
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
-            "learners are hub users, see autograder/service/auth.py", env=("GRADER_AUTH",),
-            flag="--auth", choices=("none", "hub")),
+            "learners are hub users, see autograder/service/auth.py; 'local' under make "
+            "serve: its one learner, GRADER_LEARNER, for requests holding GRADER_TOKEN, see "
+            "autograder/service/local_auth.py; 'none': the learner a request names",
+            env=("GRADER_AUTH",), flag="--auth", choices=("none", "hub", "local")),
     # the command line and Gradescope
     Setting("CLI_JOBS", "cores", "parallel submissions", flag="--jobs", parse=cores,
             default_text="this machine's cores"),
