@@ -359,9 +359,10 @@ def release_argv(exercise: str, bin_dir: str | os.PathLike = "") -> list[str]:
 
 def for_pages() -> dict:
     """What the pages need (``window.COURSE_DEFAULTS``): the ports their scripts
-    assume when a site URL names no other, and the learner-id pattern."""
+    assume when a site URL names no other, the learner-id pattern, and the grading
+    rule the service starts with by default (said as the default when no service answers)."""
     return {"host": HOST, "graderPort": GRADER_PORT, "jupyterPort": JUPYTER_PORT,
-            "learnerPattern": LEARNER_PATTERN}
+            "learnerPattern": LEARNER_PATTERN, "recorded": RECORDED}
 
 
 def _printable(name: str) -> str:

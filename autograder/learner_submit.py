@@ -17,7 +17,8 @@ Settings (environment of the kernel): ``GRADER_URL`` (default make serve's addre
 :func:`autograder.defaults.grader_url`), ``GRADER_LEARNER`` (make serve sets it to its
 one learner; else ``JUPYTERHUB_USER``, else the operating-system user). On the course hub
 (``make hub``) the learner's server has ``JUPYTERHUB_API_TOKEN``: every request
-carries it, and the service takes the learner from the hub, not from the body.
+carries it, and the service takes the learner from the hub, not from the body; under
+``make serve`` the kernel's ``GRADER_TOKEN`` (the run's key) plays that part.
 """
 from __future__ import annotations
 
@@ -70,9 +71,10 @@ def learner() -> str:
             or getpass.getuser())
 
 
-def hub_headers() -> dict:
-    """``Authorization`` for the hub-managed grading service, when on the hub."""
-    token = os.environ.get("JUPYTERHUB_API_TOKEN")
+def auth_headers() -> dict:
+    """``Authorization`` for the grading service: the hub token on the hub, else the key
+    of the running make serve (``$GRADER_TOKEN``), else none."""
+    token = os.environ.get("JUPYTERHUB_API_TOKEN") or defaults.setting("GRADER_TOKEN")
     return {"Authorization": f"token {token}"} if token else {}
 
 
@@ -145,7 +147,7 @@ def submit(exercise: str) -> None:
     body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
     sent = _call(urllib.request.Request(url + "/api/submissions", data=body,
                                         headers={"Content-Type": "application/json",
-                                                 **hub_headers()}), url)
+                                                 **auth_headers()}), url)
     if not sent:
         return
     if sent.get("late"):
@@ -155,7 +157,7 @@ def submit(exercise: str) -> None:
     deadline = time.monotonic() + POLL_S
     while time.monotonic() < deadline:
         sub = _call(urllib.request.Request(f"{url}/api/submissions/{sent['id']}",
-                                           headers=hub_headers()), url)
+                                           headers=auth_headers()), url)
         if not sub:
             return
         if sub["status"] == "done":
