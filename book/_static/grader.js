@@ -185,6 +185,14 @@
     return {known: false, headers: async function () { return {}; }};
   }
 
+  /* The learner the service serves this page (api/me), or null (no key, a stale one). */
+  async function knownLearner(service, identity) {
+    try {
+      var reply = await fetch(service + "/api/me", {headers: await identity.headers()});
+      return reply.ok ? (await reply.json()).learner : null;
+    } catch (err) { return null; }
+  }
+
   var NO_KEY = "This page does not hold the key of the running make serve, so it can neither " +
     "submit nor show your submissions: open the course site from the address make serve printed last.";
 
@@ -294,12 +302,10 @@
     } else if (identity.known) { // make serve's one learner, as its service names it
       if (identity.keyless) status.textContent = NO_KEY;
       else {
-        fetch(service + "/api/me", {headers: await identity.headers()})
-          .then(function (r) { return r.ok ? r.json() : null; })
-          .then(function (me) {
-            if (me && as) as.textContent = me.learner;
-            else if (!me) status.textContent = NO_KEY; // a key of an earlier make serve
-          }, function () {});
+        knownLearner(service, identity).then(function (name) {
+          if (name && as) as.textContent = name;
+          else if (!name) status.textContent = NO_KEY; // a key of an earlier make serve
+        });
       }
     } else if (learner) {
       try { learner.value = learner.value || localStorage.getItem("grader-learner") || ""; } catch (e) {}
@@ -390,7 +396,10 @@
       box.appendChild(el("p", "grader-rule", ruleWords(null)));
       return;
     }
-    if (identity.keyless) { box.appendChild(el("p", "grader-status", NO_KEY)); return; }
+    if (identity.keyless || (config.auth === "local" && !await knownLearner(service, identity))) {
+      box.appendChild(el("p", "grader-status", NO_KEY)); // none, or an earlier make serve's
+      return;
+    }
     var table = el("table", "grader-progress-table"), head = el("tr");
     ["Exercise", "Your recorded grade"].forEach(function (t) { head.appendChild(el("th", "", t)); });
     table.appendChild(el("thead")).appendChild(head);
