@@ -249,7 +249,7 @@
       details.appendChild(el("summary", "", when(sub.submitted_at) + ": " +
         (r ? points(r.score) + " / " + r.max_score : sub.status === "replaced"
           ? "replaced by a newer submission before it was graded" : sub.status)));
-      if (r) { var body = el("div", "grader-feedback"); show(body, sub); details.appendChild(body); }
+      if (r) { var body = el("div", "grader-history-feedback"); show(body, sub); details.appendChild(body); }
       item.appendChild(details);
       list.appendChild(item);
     });
