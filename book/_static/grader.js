@@ -137,6 +137,7 @@
   /* The exercise's due date for this learner (extension included) and the late policy,
    * from the grading service (nbgrader's gradebook); nothing shown without one. */
   async function showDeadline(root, service, identity, who) {
+    if (identity.keyless) return; // the service would refuse: nothing to ask
     try {
       var query = "?exercise=" + encodeURIComponent(root.getAttribute("data-grader-exercise")) +
         (!identity.known && who() ? "&learner=" + encodeURIComponent(who()) : "");
@@ -211,7 +212,7 @@
   /* api/standing of ``exercise``: for the learner the service knows (``id`` empty), or,
    * from a service without identities, for ``id``; null when there is none to read. */
   async function fetchStanding(service, identity, exercise, id) {
-    if (!identity.known && !id) return null; // no learner yet: nothing to look up
+    if ((!identity.known && !id) || identity.keyless) return null; // no learner yet, or no key
     try {
       var reply = await fetch(service + "/api/standing?exercise=" + encodeURIComponent(exercise) +
         (!identity.known && id ? "&learner=" + encodeURIComponent(id) : ""),
