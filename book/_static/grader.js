@@ -405,11 +405,13 @@
     ["Exercise", "Your recorded grade"].forEach(function (t) { head.appendChild(el("th", "", t)); });
     table.appendChild(el("thead")).appendChild(head);
     var rows = table.appendChild(el("tbody"));
+    var standings = await Promise.all(config.exercises.map(function (name) {
+      return fetchStanding(service, identity, name, identity.known ? "" : LEARNER_GIVEN);
+    }));
     for (var i = 0; i < config.exercises.length; i++) {
-      var name = config.exercises[i], row = el("tr"), link = el("a", "", name);
+      var name = config.exercises[i], row = el("tr"), link = el("a", "", name), s = standings[i];
       link.href = encodeURIComponent(name) + ".html";
       row.appendChild(el("td")).appendChild(link);
-      var s = await fetchStanding(service, identity, name, identity.known ? "" : LEARNER_GIVEN);
       row.appendChild(el("td", "grader-progress-grade", !s ? "not known (enter your learner id on an " +
         "exercise page)" : s.recorded ? points(s.recorded.score) + " / " + s.recorded.max_score +
         " (submitted " + when(s.recorded.submitted_at) + ")" : "no graded submission yet"));
