@@ -217,6 +217,9 @@ SETTINGS = (
             default_text="the hub's user, else the operating-system user"),
     Setting("GRADER_URL", "", "where the submit cell sends a notebook", env=("GRADER_URL",),
             default_text="http://HOST:GRADER_PORT"),
+    Setting("GRADER_TOKEN", "", "make serve's key to its grading service (--auth local), "
+            "sent by its pages and submit cells", env=("GRADER_TOKEN",),
+            default_text="a new random one at each make serve"),
     # the grading service and its workers
     Setting("GRADER_HOST", HOST, "interface the grading service listens on",
             env=("GRADER_HOST", "HOST"), flag="--host", default_text=f"HOST or {HOST}"),
@@ -267,8 +270,10 @@ SETTINGS = (
             "without renewal (renewed every third); after that another worker grades it",
             env=("GRADER_LEASE",), flag="--lease", parse=float),
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
-            "learners are hub users, see autograder/service/auth.py", env=("GRADER_AUTH",),
-            flag="--auth", choices=("none", "hub")),
+            "learners are hub users, see autograder/service/auth.py; 'local' under make "
+            "serve: its one learner, GRADER_LEARNER, for requests holding GRADER_TOKEN, see "
+            "autograder/service/local_auth.py; 'none': the learner a request names",
+            env=("GRADER_AUTH",), flag="--auth", choices=("none", "hub", "local")),
     # a learning-management system (LTI 1.3): grades back, its roster
     Setting("LTI_ISSUER", "", "the LMS's issuer (iss of its launches, e.g. "
             "https://canvas.instructure.com)", env=("LTI_ISSUER",), default_text="none"),
@@ -387,9 +392,10 @@ def release_argv(exercise: str, bin_dir: str | os.PathLike = "") -> list[str]:
 
 def for_pages() -> dict:
     """What the pages need (``window.COURSE_DEFAULTS``): the ports their scripts
-    assume when a site URL names no other, and the learner-id pattern."""
+    assume when a site URL names no other, the learner-id pattern, and the grading
+    rule the service starts with by default (said as the default when no service answers)."""
     return {"host": HOST, "graderPort": GRADER_PORT, "jupyterPort": JUPYTER_PORT,
-            "learnerPattern": LEARNER_PATTERN}
+            "learnerPattern": LEARNER_PATTERN, "recorded": RECORDED}
 
 
 def _printable(name: str) -> str:

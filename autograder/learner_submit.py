@@ -17,7 +17,8 @@ Settings (environment of the kernel): ``GRADER_URL`` (default make serve's addre
 :func:`autograder.defaults.grader_url`), ``GRADER_LEARNER`` (make serve sets it to its
 one learner; else ``JUPYTERHUB_USER``, else the operating-system user). On the course hub
 (``make hub``) the learner's server has ``JUPYTERHUB_API_TOKEN``: every request
-carries it, and the service takes the learner from the hub, not from the body.
+carries it, and the service takes the learner from the hub, not from the body; under
+``make serve`` the kernel's ``GRADER_TOKEN`` (the run's key) plays that part.
 """
 from __future__ import annotations
 
@@ -72,9 +73,10 @@ def learner() -> str:
             or getpass.getuser())
 
 
-def hub_headers() -> dict:
-    """``Authorization`` for the hub-managed grading service, when on the hub."""
-    token = os.environ.get("JUPYTERHUB_API_TOKEN")
+def auth_headers() -> dict:
+    """``Authorization`` for the grading service: the hub token on the hub, else the key
+    of the running make serve (``$GRADER_TOKEN``), else none."""
+    token = os.environ.get("JUPYTERHUB_API_TOKEN") or defaults.setting("GRADER_TOKEN")
     return {"Authorization": f"token {token}"} if token else {}
 
 
@@ -194,7 +196,7 @@ def submit(exercise: str) -> None:
     print(f"Sent the version saved at {saved}, after you ran this cell.", flush=True)
     url = (defaults.setting("GRADER_URL") or defaults.grader_url()).rstrip("/")
     body = json.dumps({"exercise": exercise, "learner": who, "notebook": notebook}).encode()
-    sent = send(url, body, hub_headers())
+    sent = send(url, body, auth_headers())
     if not sent:
         return
     print(f"Received: submission {sent['id']} (position {sent.get('queue_position', '?')} "
@@ -204,7 +206,7 @@ def submit(exercise: str) -> None:
     elif sent.get("due"):
         print(f"On time (due {sent['due'][:16].replace('T', ' ')} UTC).", flush=True)
     try:
-        sub = follow(url, sent["id"], hub_headers(), time.monotonic() + POLL_S)
+        sub = follow(url, sent["id"], auth_headers(), time.monotonic() + POLL_S)
     except Refused as why:  # e.g. signed out meanwhile: the submission is still stored
         print(f"Received, but its result cannot be read here ({why}): "
               f"{url}/api/submissions/{sent['id']}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -88,18 +89,30 @@ def jupyter_url():
 
 def learner_id() -> str:
     """The one learner of this one-person deployment: $GRADER_LEARNER, else the
-    operating-system user. The pages (``?learner=`` in the site URL, remembered)
-    and the notebooks' submit cells ($GRADER_LEARNER in JupyterLab's kernels) both
-    submit as this id without asking; a class deployment takes it from sign-in."""
+    operating-system user. The grading service is started for this id alone
+    (``--auth local``): the pages and the notebooks' submit cells submit as it by
+    holding :func:`grader_key`, never by naming it; a class deployment takes it from sign-in."""
     return setting("GRADER_LEARNER") or getpass.getuser()
 
 
-def site_url(token: str, learner: str) -> str:
+def grader_key() -> str:
+    """The key to the grading service for this run: $GRADER_TOKEN, else a new random one.
+
+    The service takes requests holding it as :func:`learner_id` and no one else's
+    (``--auth local``, autograder/service/local_auth.py); the pages get it in the printed
+    site URL, the submit cells in JupyterLab's kernels' environment. Never written to a
+    file the site serves."""
+    return setting("GRADER_TOKEN") or secrets.token_urlsafe(24)
+
+
+def site_url(token: str, learner: str, key: str | None = None) -> str:
     """The landing page itself, not the root: the root's meta-refresh drops the
-    query string that hands the pages the JupyterLab token, the learner id and a
-    moved grading service."""
+    query string that hands the pages the JupyterLab token, the learner id, the
+    grading service's ``key`` (:func:`grader_key`) and a moved grading service."""
     site_port, jupyter_port = setting("PORT"), setting("JUPYTER_PORT")
     query = jupyter_local.site_query(jupyter_port, token) + "&learner=" + quote(learner, safe="")
+    if key:
+        query += "&grader_token=" + quote(key, safe="")
     if grader_port() != str(GRADER_PORT):  # the pages' default (window.COURSE_DEFAULTS)
         query += "&grader=" + quote(grader_url(), safe="")
     return f"http://{HOST}:{site_port}/{LANDING}" + query
@@ -147,22 +160,27 @@ def _site_listens(local: str) -> bool:
         return False
 
 
-def services(token: str, learner: str) -> list[Server]:
-    """Every server ``make serve`` runs; JupyterLab gets ``token`` (and only it)."""
+def services(token: str, learner: str, key: str | None = None) -> list[Server]:
+    """Every server ``make serve`` runs; JupyterLab gets ``token`` (and only it). With
+    ``key`` the grading service serves ``learner`` alone, to whoever holds the key
+    (``--auth local``); JupyterLab's kernels get it for the submit cells."""
     site_port, jupyter_port = setting("PORT"), setting("JUPYTER_PORT")
-    base = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
+    base = {k: v for k, v in os.environ.items() if k not in ("JUPYTER_TOKEN", "GRADER_TOKEN")}
     lab = jupyter_url()
+    local = (["--auth", "local"], dict(GRADER_LEARNER=learner, GRADER_TOKEN=key)) if key else ([], {})
     return [
         Server("grader", "grading service", f"{grader_url()}/api/health", f"{grader_url()}/api/health",
-               [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port()],
-               base),
-        # The kernels read GRADER_URL and GRADER_LEARNER (the submit cells) and never
-        # see the token: jupyter_local.py writes it to the server's config file.
+               [sys.executable, "-m", "autograder.service", "--host", HOST, "--port", grader_port(),
+                *local[0]],
+               dict(base, **local[1])),
+        # The kernels read GRADER_URL, GRADER_LEARNER and GRADER_TOKEN (the submit cells)
+        # and never see JupyterLab's token: jupyter_local.py writes it to the server's config file.
         Server("jupyterlab", "learner JupyterLab", jupyter_local.lab_url("127.0.0.1", jupyter_port, token),
                f"{lab}/api/status?token={quote(token, safe='')}",
                [sys.executable, str(REPO / "scripts" / "jupyter_local.py"), "serve", "--port", jupyter_port],
-               dict(base, JUPYTER_TOKEN=token, GRADER_URL=grader_url(), GRADER_LEARNER=learner)),
-        Server("site", "course site", site_url(token, learner), f"http://{HOST}:{site_port}/{LANDING}",
+               dict(base, JUPYTER_TOKEN=token, GRADER_URL=grader_url(), GRADER_LEARNER=learner,
+                    **({"GRADER_TOKEN": key} if key else {}))),
+        Server("site", "course site", site_url(token, learner, key), f"http://{HOST}:{site_port}/{LANDING}",
                [sys.executable, "-m", "http.server", site_port, "--bind", HOST,
                 "--directory", str(REPO / "_build" / "html")],
                base),
@@ -213,12 +231,12 @@ def wait_until_ready(running, parent: int) -> bool:
 def main():
     on_stop_signals()
     parent = os.getppid()
-    token, learner = jupyter_local.token(), learner_id()
+    token, learner, key = jupyter_local.token(), learner_id(), grader_key()
     LOGS.mkdir(parents=True, exist_ok=True)
     running, status, local = [], 0, None
     try:
         local = write_local_json(learner)
-        for server in services(token, learner):
+        for server in services(token, learner, key):
             if STOPPING.is_set():
                 break
             with open(LOGS / f"{server.name}.log", "wb") as log:

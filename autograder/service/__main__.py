@@ -53,6 +53,13 @@ def main(argv=None):
         from autograder.service.auth import HubIdentity
 
         identity = HubIdentity()
+    elif args.auth == "local":
+        from autograder.service.local_auth import LocalIdentity
+
+        try:
+            identity = LocalIdentity.from_environment()
+        except ValueError as exc:
+            sys.exit(f"--auth local: {exc} (GRADER_LEARNER, GRADER_TOKEN)")
     settings = settings_of(args, identity)
 
     async def serve():

@@ -60,7 +60,7 @@ class Settings:
     recorded: str  # which graded submission is a grade (recorded.py)
     limits: dict  # the settings GET /api/config shows (autograder.options.shown)
     origins: tuple = ()
-    identity: object = None  # None: the learner is who the request says (make serve)
+    identity: object = None  # auth.HubIdentity, local_auth.LocalIdentity; None: the request says
     prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
 
     @property
@@ -431,7 +431,8 @@ class Config(Base):
     def get(self):
         s = self.settings_
         self.send(200, {
-            "address": s.address, "prefix": s.prefix, "auth": "hub" if s.identity else "none",
+            "address": s.address, "prefix": s.prefix,
+            "auth": s.identity.kind if s.identity else "none", "recorded": s.recorded,
             "exercises": list(s.exercises), "learner_pattern": defaults.LEARNER_PATTERN,
             "origins": list(s.origins), "limits": s.limits})
 

@@ -48,6 +48,9 @@ class HubIdentity:
     variables the hub gives the services it starts (API URL and token,
     ``JUPYTERHUB_SERVICE_PREFIX``, OAuth client id and access scopes)."""
 
+    kind = "hub"
+    refusal = "sign in to the course hub first (or send the hub token in an Authorization header)"
+
     def __init__(self, instructors_group=INSTRUCTORS):
         self.hub_auth = HubOAuth(cache_max_age=60)
         self.instructors_group = instructors_group

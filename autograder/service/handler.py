@@ -31,16 +31,17 @@ class Base(tornado.web.RequestHandler):
     open_to_all = False  # True: answered without sign-in even under the hub
 
     async def prepare(self):
-        """Under the hub: who is asking (``self.person``), or 403 for nobody."""
+        """With an identity (the hub's, or make serve's key): who is asking
+        (``self.person``), or 403 for nobody."""
         identity = self.settings_.identity
         self.person = await identity.person(self) if identity else None
         if identity and self.person is None and not self.open_to_all \
                 and self.request.method != "OPTIONS":
-            if self.request.method == "GET" and \
+            sign_in = identity.sign_in_url(self.request.uri)
+            if sign_in and self.request.method == "GET" and \
                     self.request.headers.get("Sec-Fetch-Mode") == "navigate":
-                return self.redirect(identity.sign_in_url(self.request.uri))  # a browser
-            raise Refused(403, "not_signed_in", "sign in to the course hub first "
-                          "(or send the hub token in an Authorization header)")
+                return self.redirect(sign_in)  # a browser
+            raise Refused(403, "not_signed_in", identity.refusal)
 
     @property
     def store(self):
@@ -68,7 +69,8 @@ class Base(tornado.web.RequestHandler):
         if origin and origin in self.settings_.origins:
             self.set_header("Access-Control-Allow-Origin", origin)
             self.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-            self.set_header("Access-Control-Allow-Headers", "Content-Type")
+            # Authorization: make serve's pages send its key (local_auth.py)
+            self.set_header("Access-Control-Allow-Headers", "Content-Type, Authorization")
             self.set_header("Access-Control-Max-Age", "600")
         self.set_header("Vary", "Origin")
 

@@ -11,15 +11,23 @@
  * unless a site URL said ?grader=<url> (make serve prints one when GRADER_PORT is
  * not the default; it is remembered in localStorage like the JupyterLab address,
  * so every page has it) or the block has data-grader-url. Nothing here loads anything from elsewhere.
- * Above the form: the learner's recorded grade and latest graded submission (the
- * service's api/standing) and the rule for which one counts; an upload of the unedited
- * notebook, or under the "latest" rule any upload that would replace a recorded grade,
- * is held back with a warning until Submit is pressed again.
+ * Above the form: the rule for which graded submission counts, as the running service
+ * says it (api/config's "recorded"; the course's default, said to be one, when no
+ * service answers), and the learner's recorded grade and latest graded submission (the
+ * service's api/standing); an upload of the unedited notebook, or under the "latest"
+ * rule any upload that would replace a recorded grade, is held back with a warning until
+ * Submit is pressed again. Below it: every earlier submission of the learner's for this
+ * exercise with its score and feedback (api/submissions), when the service knows who
+ * the learner is. The exercise index (<div data-grader-progress>) lists the learner's
+ * recorded grade of every exercise.
  *
- * Under `make hub` (window.courseHub, from course-run.js) there is no learner
- * field: the service is the hub's /services/grader, every request carries the
- * signed-in user's hub token in an Authorization header, and the grading
- * service takes the learner from that token.
+ * Who the learner is, is never said by the page: under `make serve` the grading service
+ * serves its one learner (--auth local) to requests holding the run's key, which the
+ * printed site URL carries (?grader_token=, remembered here; never in course-local.json)
+ * and every request sends in an Authorization header. Under `make hub`
+ * (window.courseHub, from course-run.js) the service is the hub's /services/grader and
+ * every request carries the signed-in user's hub token instead. Only a service run
+ * without either (--auth none) takes the learner id the page names.
  */
 (function () {
   "use strict";
@@ -37,6 +45,8 @@
     return given;
   }
   var GIVEN = remembered("grader", "course-grader-url");
+  // make serve's key to its grading service (autograder/service/local_auth.py)
+  var KEY = remembered("grader_token", "course-grader-token");
   // The one learner of a one-person deployment (make serve names it: scripts/serve.py
   // learner_id()); without it the form asks for an id.
   var LEARNER_GIVEN = remembered("learner", "course-learner");
@@ -58,16 +68,19 @@
     if (!QUERY.get("learner") && local.learner && LEARNER.test(local.learner)) LEARNER_GIVEN = local.learner;
   }
 
-  function formMarkup() {
-    return '<p class="grader-standing" aria-live="polite"></p><form>' +
-    (LEARNER_GIVEN ? '<p class="grader-as">Submitting as <strong></strong></p>'
+  /* ``named``: the page shows who submits (the service knows: make serve's key, the hub's
+   * sign-in; or the site URL named the learner); otherwise the form asks for an id. */
+  function formMarkup(named) {
+    return '<p class="grader-rule"></p><p class="grader-standing" aria-live="polite"></p><form>' +
+    (named ? '<p class="grader-as">Submitting as <strong></strong></p>'
       : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required>' +
         '<span class="grader-hint">the name your grades are recorded under: use the same one ' +
         'every time (make serve uses your login name)</span></label>') +
     '<label>Notebook <input id="grader-file" name="notebook" type="file" accept=".ipynb" required></label>' +
     '<button id="grader-submit" type="submit">Submit for grading</button></form>' +
     '<p id="grader-status" class="grader-status" role="status" aria-live="polite"></p>' +
-    '<div id="grader-feedback" class="grader-feedback"></div>';
+    '<div id="grader-feedback" class="grader-feedback"></div>' +
+    '<section class="grader-history" aria-live="polite"></section>';
   }
 
   function el(tag, cls, text) {
@@ -151,12 +164,12 @@
 
   /* The exercise's due date for this learner (extension included) and the late policy,
    * from the grading service (nbgrader's gradebook); nothing shown without one. */
-  async function showDeadline(root, service, hub, who) {
+  async function showDeadline(root, service, identity, who) {
+    if (identity.keyless) return; // the service would refuse: nothing to ask
     try {
-      var auth = hub ? (await hub()).headers : {};
       var query = "?exercise=" + encodeURIComponent(root.getAttribute("data-grader-exercise")) +
-        (who() ? "&learner=" + encodeURIComponent(who()) : "");
-      var reply = await fetch(service + "/api/deadline" + query, {headers: auth});
+        (!identity.known && who() ? "&learner=" + encodeURIComponent(who()) : "");
+      var reply = await fetch(service + "/api/deadline" + query, {headers: await identity.headers()});
       var d = reply.ok ? await reply.json() : null;
       if (!d || !d.due) return;
       var line = document.createElement("p");
@@ -168,36 +181,108 @@
 
   function points(x) { return Math.round(x * 100) / 100; }
 
-  /* The learner's standing in words: the recorded grade, the latest graded submission,
-   * and the course's rule for which one counts (the service's recorded.py). */
-  function standingWords(s) {
-    var rule = s.rule === "latest"
+  /* The rule for which graded submission counts (the service's recorded.py), in words:
+   * the running service's (api/config), else the course's default, said to be one. */
+  function ruleWords(config) {
+    var rule = config ? config.recorded : DEFAULTS.recorded;
+    var words = rule === "latest"
       ? "your newest graded submission made before the deadline is your grade, even if it scores less"
       : "your best graded submission is your grade: a worse one never lowers it";
-    if (!s.recorded) return "No graded submission yet. Grading rule: " + rule + ".";
+    return "Grading rule: " + words + (config ? "." : " (the course's default: no grading service " +
+      "answered, so the rule it runs with could not be read).");
+  }
+
+  /* What the running grading service says of itself (api/config: auth, recorded rule,
+   * exercises), or null when none answers this page. */
+  async function serviceConfig(service) {
+    try {
+      var reply = await fetch(service + "/api/config", {cache: "no-store"});
+      return reply.ok ? await reply.json() : null;
+    } catch (err) { return null; }
+  }
+
+  /* How this page says who the learner is: {known, headers()} where known is true when
+   * the service decides it (the hub's sign-in, make serve's key) and the page names no one. */
+  function identityOf(config) {
+    var hub = window.courseHub;
+    if (hub) return {known: true, headers: async function () { return (await hub()).headers; }};
+    if (config && config.auth === "local") {
+      return {known: true, keyless: !KEY, headers: async function () {
+        return KEY ? {Authorization: "token " + KEY} : {};
+      }};
+    }
+    return {known: false, headers: async function () { return {}; }};
+  }
+
+  /* The learner the service serves this page (api/me), or null (no key, a stale one). */
+  async function knownLearner(service, identity) {
+    try {
+      var reply = await fetch(service + "/api/me", {headers: await identity.headers()});
+      return reply.ok ? (await reply.json()).learner : null;
+    } catch (err) { return null; }
+  }
+
+  var NO_KEY = "This page does not hold the key of the running make serve, so it can neither " +
+    "submit nor show your submissions: open the course site from the address make serve printed last.";
+
+  /* The learner's standing in words: the recorded grade and the latest graded submission. */
+  function standingWords(s) {
+    if (!s.recorded) return "No graded submission yet.";
     var r = s.recorded, text = "Your recorded grade: " + points(r.score) + " / " + r.max_score +
       " (submitted " + r.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
     if (s.latest && s.latest.id !== r.id) {
       text += " Latest graded submission: " + points(s.latest.score) + " / " + s.latest.max_score +
         " (" + s.latest.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
     }
-    return text + " Grading rule: " + rule + ".";
+    return text;
   }
 
-  async function loadStanding(root, service, hub, who) {
-    var box = root.querySelector(".grader-standing");
-    var id = hub ? "" : who();
-    if (!hub && !id) return null; // no learner yet: nothing to look up
+  /* api/standing of ``exercise``: for the learner the service knows (``id`` empty), or,
+   * from a service without identities, for ``id``; null when there is none to read. */
+  async function fetchStanding(service, identity, exercise, id) {
+    if ((!identity.known && !id) || identity.keyless) return null; // no learner yet, or no key
     try {
-      var auth = hub ? (await hub()).headers : {};
-      var reply = await fetch(service + "/api/standing?exercise=" +
-        encodeURIComponent(root.getAttribute("data-grader-exercise")) +
-        (id ? "&learner=" + encodeURIComponent(id) : ""), {headers: auth});
-      if (!reply.ok) return null;
-      var s = await reply.json();
-      box.textContent = standingWords(s);
-      return s;
+      var reply = await fetch(service + "/api/standing?exercise=" + encodeURIComponent(exercise) +
+        (!identity.known && id ? "&learner=" + encodeURIComponent(id) : ""),
+        {headers: await identity.headers()});
+      return reply.ok ? await reply.json() : null;
     } catch (err) { return null; } // the form still works without it
+  }
+
+  async function loadStanding(root, service, identity, who) {
+    var s = await fetchStanding(service, identity, root.getAttribute("data-grader-exercise"), who());
+    if (s) root.querySelector(".grader-standing").textContent = standingWords(s);
+    return s;
+  }
+
+  function when(iso) { return iso.slice(0, 16).replace("T", " ") + " UTC"; }
+
+  /* Every submission of the learner's for this exercise, newest first, each with its
+   * score and, opened, its feedback (api/submissions: only for a learner the service knows). */
+  async function loadHistory(root, service, identity) {
+    var box = root.querySelector(".grader-history");
+    if (!identity.known || identity.keyless) return;
+    var exercise = root.getAttribute("data-grader-exercise"), subs;
+    try {
+      var reply = await fetch(service + "/api/submissions", {headers: await identity.headers()});
+      if (!reply.ok) return;
+      subs = (await reply.json()).submissions.filter(function (s) { return s.exercise === exercise; });
+    } catch (err) { return; }
+    box.textContent = "";
+    box.appendChild(el("h3", "grader-history-title", "Your submissions (" + subs.length + ")"));
+    if (!subs.length) { box.appendChild(el("p", "", "None yet.")); return; }
+    var list = el("ol", "grader-history-list");
+    subs.forEach(function (sub) {
+      var item = el("li", "grader-history-item"), details = el("details");
+      var r = sub.result;
+      details.appendChild(el("summary", "", when(sub.submitted_at) + ": " +
+        (r ? points(r.score) + " / " + r.max_score : sub.status === "replaced"
+          ? "replaced by a newer submission before it was graded" : sub.status)));
+      if (r) { var body = el("div", "grader-history-feedback"); show(body, sub); details.appendChild(body); }
+      item.appendChild(details);
+      list.appendChild(item);
+    });
+    box.appendChild(list);
   }
 
   /* Why this upload deserves a second look, or "": the released stub (it scores 0), or,
@@ -225,29 +310,45 @@
     return "";
   }
 
-  function init(root) {
+  async function init(root) {
     root.classList.add("grader");
-    if (!root.querySelector("form")) root.innerHTML = formMarkup(); // fixed markup, no data in it
+    var service = serviceUrl(root);
+    var config = await serviceConfig(service);
+    var identity = identityOf(config), hub = window.courseHub;
+    // fixed markup, no data in it
+    if (!root.querySelector("form")) root.innerHTML = formMarkup(identity.known || !!LEARNER_GIVEN);
+    root.querySelector(".grader-rule").textContent = ruleWords(config);
     var form = root.querySelector("form");
     var learner = root.querySelector("[name=learner]");
-    if (LEARNER_GIVEN) root.querySelector(".grader-as strong").textContent = LEARNER_GIVEN;
+    var as = root.querySelector(".grader-as strong");
+    if (as && LEARNER_GIVEN) as.textContent = LEARNER_GIVEN;
     var file = root.querySelector("[name=notebook]");
     var button = root.querySelector("button[type=submit]");
     var status = root.querySelector(".grader-status");
     var feedback = root.querySelector(".grader-feedback");
-    var service = serviceUrl(root);
-    var hub = window.courseHub;
-    if (hub) { // the hub says who you are
-      if (learner) learner.closest("label").remove();
+    if (hub) { // the hub says who you are, and "Graded as" says it again
       if (root.querySelector(".grader-as")) root.querySelector(".grader-as").remove();
+    } else if (identity.known) { // make serve's one learner, as its service names it
+      if (identity.keyless) status.textContent = NO_KEY;
+      else {
+        knownLearner(service, identity).then(function (name) {
+          if (name && as) as.textContent = name;
+          else if (!name) status.textContent = NO_KEY; // a key of an earlier make serve
+        });
+      }
     } else if (learner) {
       try { learner.value = learner.value || localStorage.getItem("grader-learner") || ""; } catch (e) {}
     }
 
-    var who = function () { return hub ? "" : (LEARNER_GIVEN || (learner && learner.value.trim())); };
-    showDeadline(root, service, hub, who);
+    var who = function () {
+      return identity.known ? "" : (LEARNER_GIVEN || (learner && learner.value.trim()));
+    };
+    showDeadline(root, service, identity, who);
     var standing = null, warned = null; // warned: the file the last warning was about
-    var refresh = async function () { standing = await loadStanding(root, service, hub, who); };
+    var refresh = async function () {
+      loadHistory(root, service, identity);
+      standing = await loadStanding(root, service, identity, who);
+    };
     refresh();
     if (learner) learner.addEventListener("change", refresh);
     file.addEventListener("change", function () { warned = null; });
@@ -256,16 +357,18 @@
       event.preventDefault();
       feedback.textContent = "";
       status.textContent = "";
-      var id = hub ? "" : (LEARNER_GIVEN || learner.value.trim());
-      if (!hub && !LEARNER.test(id)) {
+      var id = who();
+      if (!identity.known && !LEARNER.test(id)) {
         status.textContent = "Enter your learner id: letters, digits and . _ @ - only.";
         return;
       }
       if (!file.files.length) { status.textContent = "Choose your .ipynb file first."; return; }
-      if (!hub && !LEARNER_GIVEN) { try { localStorage.setItem("grader-learner", id); } catch (e) {} }
+      if (!identity.known && !LEARNER_GIVEN) {
+        try { localStorage.setItem("grader-learner", id); } catch (e) {}
+      }
       button.disabled = true;
       try {
-        var auth = hub ? (await hub()).headers : {};
+        var auth = await identity.headers();
         var notebook;
         try {
           notebook = JSON.parse(await file.files[0].text());
@@ -281,13 +384,13 @@
         }
         warned = null;
         status.textContent = "Sending " + file.files[0].name + "\u2026";
+        var body = {exercise: exercise, notebook: notebook};
+        if (!identity.known) body.learner = id; // only a service without identities reads it
         var sent;
         try {
           sent = await call(service + "/api/submissions", {
             method: "POST", headers: Object.assign({"Content-Type": "application/json"}, auth),
-            body: JSON.stringify(hub ? {exercise: root.getAttribute("data-grader-exercise"), notebook: notebook}
-                                 : {exercise: root.getAttribute("data-grader-exercise"),
-                                    learner: id, notebook: notebook})});
+            body: JSON.stringify(body)});
         } catch (err) {
           throw new Error(err.message + (err.transient ? " It was not received: press Submit again to " +
             "resend (a resend replaces a copy still waiting, so nothing is graded twice)." : ""));
@@ -313,9 +416,48 @@
     });
   }
 
+  /* The exercise index: the learner's recorded grade of each exercise, one row each,
+   * linked to its page (each exercise page is <name>.html beside the index). */
+  async function progress(box) {
+    var service = serviceUrl(box), config = await serviceConfig(service);
+    var identity = identityOf(config);
+    box.classList.add("grader-progress");
+    box.textContent = "";
+    box.appendChild(el("h2", "", "Your grades"));
+    if (!config) {
+      box.appendChild(el("p", "", "Your recorded grades show here while the course runs (make serve): " +
+        "no grading service answered this page."));
+      box.appendChild(el("p", "grader-rule", ruleWords(null)));
+      return;
+    }
+    if (identity.keyless || (config.auth === "local" && !await knownLearner(service, identity))) {
+      box.appendChild(el("p", "grader-status", NO_KEY)); // none, or an earlier make serve's
+      return;
+    }
+    var table = el("table", "grader-progress-table"), head = el("tr");
+    ["Exercise", "Your recorded grade"].forEach(function (t) { head.appendChild(el("th", "", t)); });
+    table.appendChild(el("thead")).appendChild(head);
+    var rows = table.appendChild(el("tbody"));
+    var standings = await Promise.all(config.exercises.map(function (name) {
+      return fetchStanding(service, identity, name, identity.known ? "" : LEARNER_GIVEN);
+    }));
+    for (var i = 0; i < config.exercises.length; i++) {
+      var name = config.exercises[i], row = el("tr"), link = el("a", "", name), s = standings[i];
+      link.href = encodeURIComponent(name) + ".html";
+      row.appendChild(el("td")).appendChild(link);
+      row.appendChild(el("td", "grader-progress-grade", !s ? "not known (enter your learner id on an " +
+        "exercise page)" : s.recorded ? points(s.recorded.score) + " / " + s.recorded.max_score +
+        " (submitted " + when(s.recorded.submitted_at) + ")" : "no graded submission yet"));
+      rows.appendChild(row);
+    }
+    box.appendChild(table);
+    box.appendChild(el("p", "grader-rule", ruleWords(config)));
+  }
+
   function start() {
     (window.courseLocal || Promise.resolve({})).then(fromLocal, function () {}).then(function () {
       document.querySelectorAll("[data-grader-exercise]").forEach(init);
+      document.querySelectorAll("[data-grader-progress]").forEach(progress);
     });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

@@ -61,6 +61,23 @@ def test_choosing_a_token_changes_no_environment(monkeypatch):
     assert all("JUPYTER_TOKEN" not in s.env for s in servers if s.name != "jupyterlab")
 
 
+def test_the_grading_service_key_goes_to_the_page_url_and_the_kernels_only(monkeypatch, tmp_path):
+    """make serve's grading service serves its one learner to holders of a key chosen per
+    run: the printed site URL and JupyterLab's kernels get it, the service its learner and
+    key in its environment (no command line), and course-local.json never holds it."""
+    monkeypatch.delenv("GRADER_TOKEN", raising=False)
+    key = serve.grader_key()
+    assert len(key) >= 16 and serve.grader_key() != key  # random, new each run
+    assert parse_qs(urlsplit(serve.site_url("t", "ada", key)).query)["grader_token"] == [key]
+    grader, lab, site = serve.services("t", "ada", key)
+    assert grader.argv[-2:] == ["--auth", "local"] and not any(key in a for a in grader.argv)
+    assert (grader.env["GRADER_LEARNER"], grader.env["GRADER_TOKEN"]) == ("ada", key)
+    assert lab.env["GRADER_TOKEN"] == key and "GRADER_TOKEN" not in site.env
+    monkeypatch.setattr(serve, "LOCAL_JSON", tmp_path / "course-local.json")
+    serve.write_local_json("ada")
+    assert key not in serve.LOCAL_JSON.read_text()
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

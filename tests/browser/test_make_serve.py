@@ -8,7 +8,8 @@ default-port test takes. From its output the test reads the URLs and follows the
 in Chromium exactly as printed: the site, a lesson whose "Run the code on this
 page" connects and runs a cell, the exercise page whose "Open the notebook in
 JupyterLab" opens the notebook, the submit form grading a notebook as the one
-learner, and the JupyterLab URL to its file browser. The terminal must show the
+learner (its history still there after a reload, its grade on the exercise index),
+and the JupyterLab URL to its file browser. The terminal must show the
 URLs last and stay quiet. (The submission lands in the checkout's own grading.db
 and exercises/ gradebook, as a learner's would.)
 """
@@ -146,6 +147,8 @@ def test_the_printed_urls_lead_to_a_running_course(make_serve, browser, tmp_path
 
         # the exercise page opens its notebook in JupyterLab, signed in by the token
         page.locator("nav.bd-docs-nav a[href$='exercises/index.html']").first.click()
+        grades = page.locator(".grader-progress-table")  # the learner's grades, asked of the service
+        grades.wait_for(timeout=WAIT_MS)
         page.locator("nav.bd-docs-nav a[href$='update_with_donate.html']").first.click()
         page.wait_for_url(re.compile(r"exercises/update_with_donate\.html"))
         with context.expect_page() as popup:
@@ -172,6 +175,13 @@ def test_the_printed_urls_lead_to_a_running_course(make_serve, browser, tmp_path
         assert page.inner_text("#grader-status").startswith("Graded."), page.inner_text("#grader-status")
         assert page.inner_text(".grader-score").startswith("Score: 10 / 10")
         screenshot(page, "make-serve-graded")
+        # after a reload, the submission and its feedback are still there; the index has the grade
+        page.reload()
+        page.locator(".grader-history").filter(has_text="Your submissions").wait_for(timeout=WAIT_MS)
+        assert "10 / 10" in page.locator(".grader-history li").first.locator("summary").inner_text()
+        page.goto(page.url.split("?")[0].replace("update_with_donate.html", "index.html"))
+        row = grades.locator("tr", has=page.locator("a", has_text="update_with_donate"))
+        row.locator(".grader-progress-grade").filter(has_text="10 / 10").wait_for(timeout=WAIT_MS)
         assert not watched.problems, watched.problems
 
         # JupyterLab's URL, as printed, opens its file browser (not the login page)

@@ -202,4 +202,7 @@ def test_pages_opened_without_the_printed_query_find_the_course(servers, open_pa
     exercise.locator(".grader-as strong").wait_for()
     assert exercise.locator(".grader-as strong").inner_text() == servers.learner
     assert exercise.locator("#grader-learner").count() == 0
-    exercise.locator(".grader-standing").filter(has_text="Grading rule").wait_for()  # its service
+    # its service's rule; without this run's key the page can neither submit nor list
+    exercise.locator(".grader-rule").filter(has_text="Grading rule").wait_for()
+    assert "default" not in exercise.locator(".grader-rule").inner_text()
+    exercise.locator("#grader-status").filter(has_text="does not hold the key").wait_for()

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.processes import free_port
 from tests.service.submissions import notebook_with
 
 PAGE = "book/exercises/update_with_donate.html"
@@ -132,7 +133,9 @@ def test_the_exercise_page_shows_the_standing_and_warns_before_a_lower_grade(
     page.reload()
     standing = page.locator(".grader-standing")
     standing.filter(has_text="Your recorded grade: 10 / 10").wait_for()
-    assert ("never lowers it" if rule == "best" else "even if it scores less") in standing.inner_text()
+    said_rule = page.inner_text(".grader-rule")  # the service's rule, not the default
+    assert ("never lowers it" if rule == "best" else "even if it scores less") in said_rule
+    assert "default" not in said_rule, said_rule
 
     before = len(service.rows())
     _submit(page, files["unattempted"])  # the file as handed out: held back, said why
@@ -152,3 +155,80 @@ def test_the_exercise_page_shows_the_standing_and_warns_before_a_lower_grade(
     if rule == "best":
         assert "Latest graded submission: 7 / 10" in standing.inner_text()
     context.close()
+
+
+KEY = "a-key-of-this-make-serve-run-0123456789"
+
+
+def test_under_make_serve_the_history_and_grades_survive_a_reload(
+        site, new_service, site_port, browser, course_template, tmp_path):
+    """``--auth local`` as make serve runs it: the page holds the printed key and names no
+    learner; after a reload it lists every submission with its score and feedback, and the
+    exercise index shows the recorded grade. A browser without the key sees none of it."""
+    service = new_service(site_port=site_port, auth="local",
+                          env={"GRADER_LEARNER": "ada", "GRADER_TOKEN": KEY}).start()
+    context = browser.new_context()
+    page = context.new_page()
+    bodies = []
+    page.on("request", lambda r: bodies.append(r.post_data) if r.method == "POST" else None)
+    page.goto(f"{site}book/intro.html?grader={service.url}&grader_token={KEY}")
+    page.goto(f"{site}{PAGE}")
+    page.locator(".grader-as strong").filter(has_text="ada").wait_for()
+    assert page.locator("#grader-learner").count() == 0
+    scores = []  # as the page showed each when it was graded: "<score> / <max>"
+    for sample in ("reference", "wrong_arithmetic"):
+        path = tmp_path / f"{sample}.ipynb"
+        path.write_text(json.dumps(notebook_with(course_template, sample)))
+        _submit(page, path)
+        assert _graded(page).startswith("Graded."), page.inner_text("#grader-status")
+        scores.append(page.inner_text(".grader-score").split("Score: ")[1].split(" (")[0])
+    assert scores[0] == "10 / 10" and scores[1] != scores[0], scores
+    assert all('"learner"' not in b for b in bodies if b), "the page named a learner"
+
+    page.reload()
+    history = page.locator(".grader-history")
+    history.filter(has_text="Your submissions (2)").wait_for()
+    items = history.locator("li.grader-history-item")
+    assert [items.nth(i).locator("summary").inner_text().split(": ")[-1] for i in range(2)] == \
+        scores[::-1]  # newest first
+    items.nth(0).locator("summary").click()
+    feedback = items.nth(0)
+    assert f"Score: {scores[1]}" in feedback.inner_text()
+    failed = feedback.locator(".grader-test.grader-failed")  # each failed check, with what it found
+    assert failed.count() >= 1 and failed.first.locator(".grader-test-output").inner_text().strip()
+    page.locator(".grader-standing").filter(has_text="Your recorded grade: 10 / 10").wait_for()
+    said_rule = page.inner_text(".grader-rule")
+    assert "never lowers it" in said_rule and "default" not in said_rule, said_rule
+
+    page.goto(f"{site}book/exercises/index.html")
+    grades = page.locator(".grader-progress-table")
+    grades.wait_for()
+    row = grades.locator("tr", has=page.locator("a", has_text="update_with_donate"))
+    assert row.locator(".grader-progress-grade").inner_text().startswith("10 / 10")
+    other = grades.locator("tr", has=page.locator("a", has_text="donation_report"))
+    assert other.locator(".grader-progress-grade").inner_text() == "no graded submission yet"
+    context.close()
+
+    # Another browser, without the key (and naming ada in the URL): nothing of ada's.
+    stranger = browser.new_context()
+    page = stranger.new_page()
+    page.goto(f"{site}book/intro.html?grader={service.url}&learner=ada")
+    page.goto(f"{site}{PAGE}")
+    page.wait_for_selector("#grader-status:has-text('does not hold the key')")
+    assert page.inner_text(".grader-history") == ""
+    assert "recorded grade" not in page.inner_text(".grader-standing")
+    page.goto(f"{site}book/exercises/index.html")
+    page.wait_for_selector("[data-grader-progress]:has-text('does not hold the key')")
+    assert "10 / 10" not in page.inner_text("[data-grader-progress]")
+    stranger.close()
+
+
+def test_without_a_grading_service_the_page_says_the_rule_is_the_default(site, browser):
+    page = browser.new_page()
+    page.goto(f"{site}book/intro.html?grader=http://127.0.0.1:{free_port()}")  # nothing there
+    page.goto(f"{site}{PAGE}")
+    rule = page.locator(".grader-rule")
+    rule.filter(has_text="Grading rule").wait_for()
+    assert "your best graded submission is your grade" in rule.inner_text()  # defaults.RECORDED
+    assert "the course's default: no grading service answered" in rule.inner_text()
+    page.close()

@@ -35,6 +35,18 @@ def test_without_a_save_it_refuses_and_says_why(tmp_path, monkeypatch):
     assert said[-1].startswith("Not submitted:") and "older version" in said[-1]
 
 
+def test_the_cell_holds_the_hubs_token_else_make_serves_key(monkeypatch):
+    """The service decides who submits from what the cell holds: the hub's token on the
+    hub, make serve's key (its kernels' GRADER_TOKEN) under make serve, else nothing."""
+    for name in ("JUPYTERHUB_API_TOKEN", "GRADER_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    assert learner_submit.auth_headers() == {}
+    monkeypatch.setenv("GRADER_TOKEN", "the-key-of-this-make-serve")
+    assert learner_submit.auth_headers() == {"Authorization": "token the-key-of-this-make-serve"}
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-token")
+    assert learner_submit.auth_headers() == {"Authorization": "token hub-token"}
+
+
 def test_every_released_notebook_ends_with_the_one_submit_cell(released_course):
     """Written once (learner_submit.submit_cells) and added by nbgrader generate_assignment:
     each learner's notebook ends with it, read-only with nbgrader's checksum (so
