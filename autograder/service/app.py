@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import classroom, recorded
+from autograder.service import classroom, out_of_date, recorded
 from autograder.service.lateness import Lateness
 from autograder.service.handler import Base, Refused, echo, log, submission_view
 from autograder.service.store import CapReached, Caps, process_name, storage_problem
@@ -343,7 +343,8 @@ class SubmittedNotebook(SubmissionHandler):
 class Health(Base):
     """``GET /api/health``: 200 ``ok`` or 503 with ``problems`` in plain words; and
     ``warnings``, which keep it ok: where the gradebook's points differ from the
-    hidden tests' (read at most every :data:`POINTS_CHECK_S` seconds)."""
+    hidden tests', and where recorded grades are out of date (:mod:`.out_of_date`),
+    read at most every :data:`POINTS_CHECK_S` seconds."""
 
     open_to_all = True
 
@@ -356,7 +357,8 @@ class Health(Base):
                 f"{ex}: the gradebook's points differ from the hidden tests' ({'; '.join(d)}): "
                 f"nbgrader export and the class CSV total the old points until you run "
                 f"python -m autograder.service.regrade {ex}"
-                for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]]
+                for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]
+                + out_of_date.warnings(self.store, mirror, self.settings_.exercises)]
         return cache[1]
 
     async def get(self):
