@@ -43,6 +43,7 @@ NODES = {
     "tests/book/test_serve.py::test_every_printed_url": {"service"},
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},
     "tests/service/test_new_exercise.py": {"service"},
+    "tests/service/test_course_changes.py": {"service"},
     "tests/grading/test_cli.py": {"grader"},
     "tests/grading/test_golden.py": {"grader"},
     "tests/grading/test_class_tree.py": {"grader"},

@@ -1,0 +1,88 @@
+"""An instructor changes a running course: hidden tests edited on disk, a late policy
+edited, a release after submissions, a backup while learners submit. Each change
+applies everywhere without a restart, or is refused before anything is touched, or
+is flagged until it applies (README "For instructors")."""
+import json
+import subprocess
+import sys
+import time
+
+from autograder.service.app import POINTS_CHECK_S
+from tests.course import nbgrader_env
+from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
+from tests.service.running import Service, http
+from tests.service.test_new_exercise import _release
+
+TESTS = f"autograder/exercises/{ASSIGNMENT}/hidden/tests.py"
+VALUES = '@graded(2, "values: the result equals state + delta")'
+
+
+def _course(tmp_path):
+    """A checkout with update_with_donate released, and its service (started)."""
+    root = checkout(tmp_path / "checkout")
+    _release(root, ASSIGNMENT)
+    service = Service(tmp_path, root / "exercises", cwd=root).start()
+    release = json.loads((root / "exercises" / "release" / ASSIGNMENT /
+                          f"{ASSIGNMENT}.ipynb").read_text())
+    return root, service, with_answer(release, (SAMPLES / "reference.py").read_text())
+
+
+def _health(service, until, seconds=POINTS_CHECK_S * 4):
+    """The health answer once ``until(answer)`` holds (the last one after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        answer = http("GET", service.url + "/api/health")[2]
+        if until(answer) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.5)
+
+
+def _older(answer):
+    return [w for w in answer.get("warnings", []) if "older hidden tests" in w]
+
+
+def _command(root, *args):
+    return subprocess.run([sys.executable, "-m", *args], cwd=root, env=nbgrader_env(),
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(tmp_path):
+    root, service, answer = _course(tmp_path)
+    try:
+        first = service.submit("ada", answer)
+        assert service.wait_done([first])[first]["result"]["score"] == 10
+        service.settled_rows()
+        assert _older(_health(service, lambda a: True)) == []
+
+        tests = root / TESTS  # the instructor reweights one check: 2 -> 3 points
+        tests.write_text(tests.read_text().replace(VALUES, VALUES.replace("(2,", "(3,")))
+        warned = _health(service, _older)
+        assert _older(warned) and "1 graded submission(s) of 1 learner(s)" in _older(warned)[0]
+
+        second = service.submit("bob", answer)  # no restart: graded by the tests on disk
+        graded = service.wait_done([second])[second]["result"]
+        assert (graded["score"], graded["max_score"]) == (11, 11), graded["output"]
+        assert graded["extra_data"]["version"] != service.get(first)["result"]["extra_data"]["version"]
+
+        done = _command(root, "autograder.service.regrade", ASSIGNMENT, "--wait",
+                        "--db", str(service.db), "--course", str(service.course))
+        assert done.returncode == 0, done.stderr
+        assert "gradebook points set" in done.stdout and "ada: 10/10 -> 11/11" in done.stdout, \
+            done.stdout
+        assert _older(_health(service, lambda a: not _older(a))) == []
+        regrade = service.get(service.rows()[first]["replaced_by"])
+        assert regrade["regrade_of"]["score"] == 10 and regrade["result"]["score"] == 11
+        assert service.get(first)["result"]["score"] == 10  # the old result is kept
+        service.settled_rows()
+        assert {k: float(v["score"]) for k, v in service.export().items()} == \
+            {"ada": 11.0, "bob": 11.0}
+
+        tests.write_text(tests.read_text() + "\ndef broken(:\n")  # mid-edit: cannot load
+        third = service.submit("cy", answer)
+        sick = _health(service, lambda a: any("cannot be loaded" in p for p in a["problems"]))
+        assert any("cannot be loaded" in p and "SyntaxError" in p for p in sick["problems"]), sick
+        assert service.get(third)["status"] == "queued"  # waits, never graded by old tests
+        tests.write_text(tests.read_text().replace("\ndef broken(:\n", ""))
+        assert service.wait_done([third])[third]["result"]["score"] == 11
+    finally:
+        service.stop()
