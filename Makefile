@@ -53,16 +53,21 @@ $(VENV)/.installed: requirements.txt
 RELEASED := exercises/release/.released
 RELEASE_INPUTS := $(shell find exercises/source -type f -not -path "*/.ipynb_checkpoints/*") \
   exercises/nbgrader_config.py autograder/learner_submit.py autograder/nbgrader_release.py \
-  autograder/exercises/__init__.py $(VENV)/.installed
+  autograder/exercises/__init__.py $(wildcard autograder/exercises/*/hidden/tests.py) $(VENV)/.installed
 release:
 	@test -f exercises/gradebook.db || rm -f $(RELEASED)  # the gradebook must know them too
 	@$(MAKE) --no-print-directory --silent $(RELEASED)
-$(RELEASED): $(RELEASE_INPUTS)
+# autograder/release.py runs nbgrader generate_assignment for one exercise without ever
+# removing its released notebook first, and refuses (status 3, nothing touched) a change
+# nbgrader cannot make once learners submitted: that exercise keeps its released version.
+$(RELEASED): $(RELEASE_INPUTS) autograder/release.py
 	@test -n "$(ASSIGNMENTS)" || { echo "==> no exercises: $(READER) could not read autograder/exercises"; exit 1; }
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
-	@cd exercises && for a in $(ASSIGNMENTS); do \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" $(call default,RELEASE) "$$a" || exit 1; done
-	@touch $@
+	@refused=""; for a in $(ASSIGNMENTS); do \
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m autograder.release "$$a"; rc=$$?; \
+	  if [ $$rc -eq 3 ]; then refused="$$refused $$a"; elif [ $$rc -ne 0 ]; then exit 1; fi; done; \
+	  if [ -n "$$refused" ]; then echo "==> not released (kept as released before):$$refused"; \
+	  else touch $@; fi
 
 book: release $(NODE_DEPS)
 	@mkdir -p _build/logs
@@ -123,5 +128,7 @@ drift: book
 	@test -n "$(JAX)" || { echo "==> say which JAX: make drift JAX=0.10.2"; exit 2; }
 	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)"
 
+# Never course data: the gradebook (due dates, extensions, grades), grading.db, the
+# hub's state and exercises/submitted stay (make backup copies them).
 clean:
-	rm -rf _build exercises/release exercises/gradebook.db
+	rm -rf _build exercises/release

@@ -8,7 +8,7 @@ import sys
 import time
 
 from autograder.service.app import POINTS_CHECK_S
-from tests.course import nbgrader_env
+from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
 from tests.service.running import Service, http
 from tests.service.test_new_exercise import _release
@@ -86,3 +86,49 @@ def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(tmp_
         assert service.wait_done([third])[third]["result"]["score"] == 11
     finally:
         service.stop()
+
+
+def _add_check(root):
+    """What adding a check takes: a hidden test and a graded cell of its grade_id."""
+    tests = root / TESTS
+    tests.write_text(tests.read_text() + '\n\n@graded(1, "an extra check")\ndef test_extra(obs):\n'
+                     '    """Always passes."""\n')
+    source = root / "exercises" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    nb = json.loads(source.read_text())
+    cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade"))
+    extra = json.loads(json.dumps(cell).replace("test_values", "test_extra"))
+    extra["id"] = "extra0001"
+    nb["cells"].insert(nb["cells"].index(cell) + 1, extra)
+    source.write_text(json.dumps(nb, indent=1))
+
+
+def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(tmp_path):
+    root, service, answer = _course(tmp_path)
+    course = root / "exercises"
+    released = course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    try:
+        first = service.submit("ada", answer)
+        service.wait_done([first])
+        service.settled_rows()
+    finally:
+        service.stop()
+    before = {p: p.read_bytes() for p in (released, course / "gradebook.db")}
+    _add_check(root)
+    done = _command(root, "autograder.release", ASSIGNMENT)
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    assert "adds graded cell(s) test_extra" in done.stderr and "nothing changed" in done.stderr
+    assert "regrade" in done.stderr and "new exercise" in done.stderr  # the supported paths
+    assert {p: p.read_bytes() for p in before} == before
+
+    (root / TESTS).write_text((REPO / TESTS).read_text().replace(VALUES, VALUES.replace("(2,", "(3,")))
+    source = f"exercises/source/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    (root / source).write_text((REPO / source).read_text())  # still says 2 points
+    done = _command(root, "autograder.release", ASSIGNMENT)
+    assert done.returncode == 0, done.stderr
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # the hidden tests' points
+        assert gb.find_grade_cell("test_values", ASSIGNMENT, ASSIGNMENT).max_score == 3
+        assert gb.find_submission(ASSIGNMENT, "ada").score == 10  # the grade is kept
+    cell = next(c for c in json.loads(released.read_text())["cells"]
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == "test_values")
+    assert cell["metadata"]["nbgrader"]["points"] == 3 and "(3 points)" in "".join(cell["source"])
