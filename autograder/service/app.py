@@ -358,7 +358,7 @@ class Health(Base):
                 f"nbgrader export and the class CSV total the old points until you run "
                 f"python -m autograder.service.regrade {ex}"
                 for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]
-                + out_of_date.warnings(self.store, mirror, self.settings_.exercises)]
+                + out_of_date.versions(self.store, self.settings_.exercises)]
         return cache[1]
 
     async def get(self):
@@ -382,7 +382,8 @@ class Health(Base):
                 answer["problems"].append(f"no grading worker has reported in the last 30 s; "
                                           f"{answer['waiting']} submission(s) wait")
         try:  # the gradebook may live in the same database, away with it
-            answer["warnings"] = await self.db(self.points_warnings)
+            answer["warnings"] = await self.db(self.points_warnings) + await self.db(
+                out_of_date.penalties, self.store, self.application.settings["mirror"])
         except SQLAlchemyError as exc:
             answer["warnings"] = []
             answer["problems"].append(f"nbgrader's gradebook: {storage_problem(exc)}")

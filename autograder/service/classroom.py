@@ -34,7 +34,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder.service import class_page, class_stats
+from autograder.service import class_page, class_stats, out_of_date
 from autograder.service.handler import Base, Refused, echo
 from autograder.service.class_view import listing, summary
 
@@ -71,8 +71,10 @@ class ClassPage(_Instructors):
     async def get(self):
         deadlines = self.application.settings["mirror"].deadlines
         # the store's read and the plots' drawing both block: off the event loop
-        html = await self.db(lambda: class_page.render(
-            class_stats.class_data(self.store, self.settings_.recorded, deadlines)))
+        html = await self.db(lambda: class_page.render(dict(
+            class_stats.class_data(self.store, self.settings_.recorded, deadlines),
+            out_of_date=out_of_date.warnings(self.store, self.application.settings["mirror"],
+                                             self.settings_.exercises))))
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish(html)
 
@@ -169,7 +171,11 @@ def _submission_html(sub):
                     f"{escape(t['name'])} ({_num(t['score'])} / {_num(t['max_score'])})"
                     + ("" if t["status"] == "passed" else f"<pre>{escape(t['output'])}</pre>")
                     + "</li>" for t in result["tests"])
-    return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>"
+    was = sub.get("regrade_of")
+    regraded = (f"<p>Regraded with the current hidden tests: {_num(was['score'])} / "
+                f"{_num(was['max_score'])} before, {_num(result['score'])} / "
+                f"{_num(result['max_score'])} now.</p>" if was else "")
+    return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>{regraded}"
             f"<p>{escape(result.get('output', ''))}</p><ul>{tests}</ul>")
 
 

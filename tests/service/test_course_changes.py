@@ -132,3 +132,35 @@ def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(t
     cell = next(c for c in json.loads(released.read_text())["cells"]
                 if c["metadata"].get("nbgrader", {}).get("grade_id") == "test_values")
     assert cell["metadata"]["nbgrader"]["points"] == 3 and "(3 points)" in "".join(cell["source"])
+
+
+def _standing(service, learner):
+    return http("GET", f"{service.url}/api/standing?exercise={ASSIGNMENT}&learner={learner}")[2]
+
+
+def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(tmp_path):
+    root, service, answer = _course(tmp_path)
+    try:
+        due = _command(root, "autograder.service.deadlines", "--db", str(service.db),
+                       "--course", str(service.course), "due", ASSIGNMENT, "2020-01-01 00:00")
+        assert due.returncode == 0, due.stderr
+        time.sleep(5.5)  # the service reads new dates within 5 s (README)
+        late = service.submit("ada", answer)
+        service.wait_done([late])
+        service.settled_rows()
+        assert _standing(service, "ada")["recorded"]["score"] == 0  # the default: zero
+        assert float(service.export()["ada"]["score"]) == 0
+        assert not any("late penalties" in w for w in _health(service, lambda a: True)["warnings"])
+
+        config = service.course / "nbgrader_config.py"
+        config.write_text(config.read_text().replace(
+            'penalty_method = "zero"', 'penalty_method = "none"'))
+        assert _standing(service, "ada")["recorded"]["score"] == 10  # at once, no restart
+        flagged = any("late penalties" in w for w in http("GET", service.url + "/api/health")[2]["warnings"])
+        assert flagged or float(service.export()["ada"]["score"]) == 10  # flagged, or applied
+        settled = _health(service, lambda a: not any("late penalties" in w for w in a["warnings"]))
+        assert not any("late penalties" in w for w in settled["warnings"]), settled
+        assert float(service.export()["ada"]["score"]) == 10  # nbgrader's own export agrees
+        assert _standing(service, "ada")["recorded"]["score"] == 10
+    finally:
+        service.stop()
