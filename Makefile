@@ -8,6 +8,7 @@
 #                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
 #   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule
+#   make backup BACKUP=DIR / make restore BACKUP=DIR  everything the course keeps
 # .venv is made from Python 3.12 or newer: PYTHON=/path/to/python3.12 when given, else
 # the one scripts/find_python.sh finds (the PATH, then pyenv's). A .venv made from an
 # older Python is made again.
@@ -29,7 +30,7 @@ GRADESCOPE_VISIBILITY ?= $(call default,GRADESCOPE_VISIBILITY)
 # (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
 ASSIGNMENTS = $(shell $(READER) -c "from autograder.exercises import names; print(*names())")
 
-.PHONY: venv release book serve hub test test-fast gradescope drift clean
+.PHONY: venv release book serve hub test test-fast gradescope drift backup restore clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -127,6 +128,17 @@ DRIFT_PYTHON ?= $(call default,DRIFT_PYTHON)
 drift: book
 	@test -n "$(JAX)" || { echo "==> say which JAX: make drift JAX=0.10.2"; exit 2; }
 	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)"
+
+# A consistent copy of everything the course keeps, taken while it runs, and putting it
+# back (servers stopped): autograder/service/backup.py; GRADER_DB, GRADER_COURSE and
+# HUB_STATE say where the course's data is when not in this checkout.
+BACKUP ?=
+backup: venv
+	@test -n "$(BACKUP)" || { echo "==> say where: make backup BACKUP=/path/to/a/new/folder"; exit 2; }
+	@$(BIN)/python -m autograder.service.backup save "$(BACKUP)"
+restore: venv
+	@test -n "$(BACKUP)" || { echo "==> say which: make restore BACKUP=/path/to/the/backup"; exit 2; }
+	@$(BIN)/python -m autograder.service.backup restore "$(BACKUP)"
 
 # Never course data: the gradebook (due dates, extensions, grades), grading.db, the
 # hub's state and exercises/submitted stay (make backup copies them).

@@ -531,6 +531,14 @@ class Store:
                                 .values(value=value)).rowcount:
                 conn.execute(marks.insert().values(name=name, value=value))
 
+    def remirror(self):
+        """Every grade is to be written into the gradebook again (after a restore): each
+        graded submission's gradebook state and the deadlines mark are cleared."""
+        with self.engine.begin() as conn:
+            conn.execute(update(submissions).where(submissions.c.gradebook.is_not(None))
+                         .values(gradebook=None))
+            conn.execute(marks.delete())
+
     def graded_pairs(self):
         """Every ``(learner, exercise)`` with a graded submission, sorted."""
         s = submissions.c

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from autograder.service.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
@@ -164,3 +165,43 @@ def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(tmp_path):
         assert _standing(service, "ada")["recorded"]["score"] == 10
     finally:
         service.stop()
+
+
+def test_a_backup_during_submissions_restores_every_grade_and_deadline(new_service,
+                                                                        course_template, tmp_path):
+    import sqlite3
+
+    from tests.service.submissions import notebook_with
+    service = new_service(jobs=1).start()
+    args = ["--db", str(service.db), "--course", str(service.course)]
+    hub = tmp_path / "hub-state"  # a hub's state: its database and cookie secret
+    hub.mkdir()
+    sqlite3.connect(hub / "jupyterhub.sqlite").execute("CREATE TABLE users (name TEXT)").connection.commit()
+    (hub / "jupyterhub_cookie_secret").write_text("secret\n")
+    for what in (["due", ASSIGNMENT, "2030-01-01 00:00"], ["extend", ASSIGNMENT, "ada", "48"]):
+        assert _command(REPO, "autograder.service.deadlines", *args, *what).returncode == 0
+    learners = [f"l{i}" for i in range(6)] + ["ada"]
+    ids = {who: service.submit(who, notebook_with(course_template, "reference")) for who in learners}
+    backup = tmp_path / "backup"
+    saved = _command(REPO, "autograder.service.backup", *args, "--hub-state", str(hub),
+                     "save", str(backup))
+    assert saved.returncode == 0, saved.stderr
+    assert any(r["status"] in ("queued", "running") for r in service.rows().values())  # mid-burst
+    service.stop()
+
+    for lost in (Path(service.db), service.course / "gradebook.db", hub / "jupyterhub.sqlite"):
+        lost.unlink()
+    back = _command(REPO, "autograder.service.backup", *args, "--hub-state", str(hub),
+                    "restore", str(backup))
+    assert back.returncode == 0, back.stderr
+    assert sqlite3.connect(hub / "jupyterhub.sqlite").execute("SELECT * FROM users").fetchall() == []
+    again = Service(service.root, service.course, db=service.db, jobs=1).start()
+    try:
+        again.wait_done(list(ids.values()))
+        again.settled_rows()
+        assert {k: float(v["score"]) for k, v in again.export().items()} == \
+            {who: 10.0 for who in learners}
+        shown = _command(REPO, "autograder.service.deadlines", *args, "show").stdout
+        assert "2030-01-01" in shown and "ada" in shown, shown
+    finally:
+        again.stop()
