@@ -1,7 +1,7 @@
 """Release one exercise (``make release`` runs this for each): nbgrader's
 ``generate_assignment``, made safe for a course that is running.
 
-    python -m autograder.release EXERCISE [--course exercises] [--db URL]
+    python -m autograder.release EXERCISE     (--db, --course as for the grading service)
 
 1. Before anything is touched, the release is refused (exit status
    :data:`REFUSED`, with what to do instead) when nbgrader could not apply it: the
@@ -18,7 +18,6 @@
 3. Only then are the released files put in place, each by an atomic rename: the
    released notebook is never missing, and a failed release leaves it as it was.
 """
-import argparse
 import json
 import os
 import shutil
@@ -118,14 +117,13 @@ def release(exercise, course, url=None):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m autograder.release", description=__doc__.split("\n\n")[0])
+    from autograder.service import config
+    p = config.parser("python -m autograder.release", __doc__.split("\n\n")[0],
+                      names=("GRADER_DB", "GRADER_COURSE"))
     p.add_argument("exercise", choices=exercises.names())
-    p.add_argument("--course", default=str(REPO / "exercises"),
-                   help="the nbgrader course folder (default: exercises/)")
-    p.add_argument("--db", default=None, help="the gradebook's URL when it is not "
-                   "<course>/gradebook.db (PostgreSQL: the service's database)")
     args = p.parse_args(argv)
-    return release(args.exercise, args.course, args.db)
+    mirror = config.mirror_of(args)  # the gradebook the grading service writes
+    return release(args.exercise, args.course, None if mirror.sqlite else mirror.url)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
     python -m autograder.service.backup save DEST       (make backup BACKUP=DEST)
     python -m autograder.service.backup restore DEST    (make restore BACKUP=DEST; servers stopped)
 
-(``--db``/``--course`` as for the service, or ``GRADER_DB``/``GRADER_COURSE``;
-``--hub-state`` or ``HUB_STATE`` for the hub's folder.) ``DEST`` is a new folder:
+(``--db``/``--course`` as for the service, or ``GRADER_DB``/``GRADER_COURSE``; the
+hub's folder is ``HUB_STATE``'s, as for ``make hub``.) ``DEST`` is a new folder:
 
 - ``grading.db``: the submissions, every notebook and result (SQLite's online backup
   API: a consistent copy while the service writes), or ``grading.pgdump`` from
@@ -53,7 +53,7 @@ def sqlite_copy(src, dest):
 def _places(args):
     """``(store url, course folder, hub state folder)``."""
     from autograder.service.store import database_url
-    return database_url(args.db), Path(args.course), Path(args.hub_state)
+    return database_url(args.db), Path(args.course), Path(defaults.setting("HUB_STATE"))
 
 
 def save(args, dest):
@@ -126,8 +126,6 @@ def main(argv=None):
                       "Back up a course while it runs (save), or put a backup back (restore).")
     p.add_argument("action", choices=("save", "restore"))
     p.add_argument("folder", type=Path, help="the backup's folder (save: a new one)")
-    p.add_argument("--hub-state", default=defaults.setting("HUB_STATE"),
-                   help="the hub's state folder (default: HUB_STATE, or .hub-state in the checkout)")
     args = p.parse_args(argv)
     if args.action == "save":
         if args.folder.exists():

@@ -42,8 +42,8 @@ def _older(answer):
     return [w for w in answer.get("warnings", []) if "older hidden tests" in w]
 
 
-def _command(root, *args):
-    return subprocess.run([sys.executable, "-m", *args], cwd=root, env=nbgrader_env(),
+def _command(root, *args, env=None):
+    return subprocess.run([sys.executable, "-m", *args], cwd=root, env=dict(nbgrader_env(), **(env or {})),
                           capture_output=True, text=True, timeout=600)
 
 
@@ -183,16 +183,16 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(new_servi
     learners = [f"l{i}" for i in range(6)] + ["ada"]
     ids = {who: service.submit(who, notebook_with(course_template, "reference")) for who in learners}
     backup = tmp_path / "backup"
-    saved = _command(REPO, "autograder.service.backup", *args, "--hub-state", str(hub),
-                     "save", str(backup))
+    saved = _command(REPO, "autograder.service.backup", *args, "save", str(backup),
+                     env={"HUB_STATE": str(hub)})
     assert saved.returncode == 0, saved.stderr
     assert any(r["status"] in ("queued", "running") for r in service.rows().values())  # mid-burst
     service.stop()
 
     for lost in (Path(service.db), service.course / "gradebook.db", hub / "jupyterhub.sqlite"):
         lost.unlink()
-    back = _command(REPO, "autograder.service.backup", *args, "--hub-state", str(hub),
-                    "restore", str(backup))
+    back = _command(REPO, "autograder.service.backup", *args, "restore", str(backup),
+                    env={"HUB_STATE": str(hub)})
     assert back.returncode == 0, back.stderr
     assert sqlite3.connect(hub / "jupyterhub.sqlite").execute("SELECT * FROM users").fetchall() == []
     again = Service(service.root, service.course, db=service.db, jobs=1).start()
