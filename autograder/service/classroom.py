@@ -6,7 +6,8 @@
   another learner gets 403).
 * ``GET <prefix>api/class`` (instructors): per exercise, each learner's
   latest and best score, the latest submission's feedback, and each check's
-  pass rate over the learners' latest submissions.
+  pass rate over the learners' latest submissions; ``out_of_date``: where recorded
+  grades or the gradebook's penalties are out of date (:mod:`.out_of_date`).
 * ``GET <prefix>api/class.csv`` (instructors): nbgrader's own CSV export
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step.
@@ -63,8 +64,10 @@ class _Instructors(Base):
 
 class Class(_Instructors):
     def get(self):
-        self.send(200, {"exercises": summary(self.store, self.settings_.recorded,
-                                             self.application.settings["mirror"].deadlines)})
+        mirror = self.application.settings["mirror"]
+        self.send(200, {"exercises": summary(self.store, self.settings_.recorded, mirror.deadlines),
+                        "out_of_date": out_of_date.warnings(self.store, mirror,
+                                                            self.settings_.exercises)})
 
 
 class ClassPage(_Instructors):
