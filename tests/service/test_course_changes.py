@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from autograder.service.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
@@ -167,12 +169,15 @@ def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(tmp_path):
         service.stop()
 
 
-def test_a_backup_during_submissions_restores_every_grade_and_deadline(new_service,
-                                                                        course_template, tmp_path):
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, new_service,
+                                                                        course_template, tmp_path,
+                                                                        request):
     import sqlite3
 
     from tests.service.submissions import notebook_with
-    service = new_service(jobs=1).start()
+    db = request.getfixturevalue("pg_url")() if engine == "postgresql" else None
+    service = new_service(jobs=1, db=db).start()
     args = ["--db", str(service.db), "--course", str(service.course)]
     hub = tmp_path / "hub-state"  # a hub's state: its database and cookie secret
     hub.mkdir()
@@ -189,8 +194,13 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(new_servi
     assert any(r["status"] in ("queued", "running") for r in service.rows().values())  # mid-burst
     service.stop()
 
-    for lost in (Path(service.db), service.course / "gradebook.db", hub / "jupyterhub.sqlite"):
+    if db:  # the database is lost: an empty one in its place
+        cluster, name = request.getfixturevalue("postgres"), db.rsplit("/", 1)[1]
+        for tool in ("dropdb", "createdb"):
+            cluster._run(tool, "-h", "127.0.0.1", "-p", str(cluster.port), name)
+    for lost in ([] if db else [Path(service.db), service.course / "gradebook.db"]):
         lost.unlink()
+    (hub / "jupyterhub.sqlite").unlink()
     back = _command(REPO, "autograder.service.backup", *args, "restore", str(backup),
                     env={"HUB_STATE": str(hub)})
     assert back.returncode == 0, back.stderr
