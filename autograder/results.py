@@ -122,10 +122,11 @@ class GradingResult:
 
     def to_record(self):
         """A JSON-ready dict holding every field (what the grading service stores);
-        ``fault`` only when there is one."""
+        ``fault`` and ``version`` only when there is one."""
         record = dataclasses.asdict(self)
-        if not self.fault:
-            del record["fault"]
+        for name in ("fault", "version"):  # kept only when known
+            if not record[name]:
+                del record[name]
         return record
 
     def for_instructor(self, visibility="visible"):
