@@ -33,8 +33,7 @@ from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
-HIDDEN_TESTS = "hidden tests"
-DEADLINES_MARK = "gradebook_deadlines"  # the Deadlines.state the gradebook's penalties follow  # the problems' key while some cannot be loaded
+HIDDEN_TESTS = "hidden tests"  # the problems' key while some cannot be loaded
 
 
 class StoredRow:
