@@ -165,7 +165,8 @@ class Zygote:
         self.retired = keep
 
     def start(self):
-        """Launch if needed, then wait until the zygote listens."""
+        """Launch if needed, then wait until the zygote listens; its socket's path (read
+        here, under the lock: a zygote replaced meanwhile still serves it a while)."""
         self.launch()
         with self.lock:
             if not self.ready:
@@ -179,6 +180,7 @@ class Zygote:
                 self.ready = True
             if self.cannot_run:
                 raise RuntimeError(self.cannot_run)
+            return self.path
 
     def send(self, request, limits, lease):
         """Send one request; block until its :class:`Outcome`.
@@ -187,10 +189,10 @@ class Zygote:
         descriptor is passed to the supervisor. Raises RuntimeError (or
         OSError) when the zygote or the supervisor fails.
         """
-        self.start()
+        path = self.start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(limits.seconds + 60)
-            conn.connect(self.path)
+            conn.connect(path)
             wire.send_request(conn, request, limits, lease)
             return wire.receive_outcome(conn)
 
