@@ -160,6 +160,7 @@ class Zygote:
             if time.monotonic() - since >= after:
                 proc.stdin.close()
                 proc.wait()
+                proc.stdout.close()
             else:
                 keep.append((proc, since))
         self.retired = keep
@@ -201,6 +202,8 @@ class Zygote:
         for proc, _ in self.retired:
             proc.kill()
             proc.wait()
+            proc.stdin.close()
+            proc.stdout.close()
         self.retired = []
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
