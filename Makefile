@@ -8,6 +8,7 @@
 #                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
 #   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule
+#   make backup BACKUP=DIR / make restore BACKUP=DIR  everything the course keeps
 # .venv is made from Python 3.12 or newer: PYTHON=/path/to/python3.12 when given, else
 # the one scripts/find_python.sh finds (the PATH, then pyenv's). A .venv made from an
 # older Python is made again.
@@ -29,7 +30,7 @@ GRADESCOPE_VISIBILITY ?= $(call default,GRADESCOPE_VISIBILITY)
 # (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
 ASSIGNMENTS = $(shell $(READER) -c "from autograder.exercises import names; print(*names())")
 
-.PHONY: venv release book serve hub test test-fast gradescope drift clean
+.PHONY: venv release book serve hub test test-fast gradescope drift backup restore clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -53,16 +54,21 @@ $(VENV)/.installed: requirements.txt
 RELEASED := exercises/release/.released
 RELEASE_INPUTS := $(shell find exercises/source -type f -not -path "*/.ipynb_checkpoints/*") \
   exercises/nbgrader_config.py autograder/learner_submit.py autograder/nbgrader_release.py \
-  autograder/exercises/__init__.py $(VENV)/.installed
+  autograder/exercises/__init__.py $(wildcard autograder/exercises/*/hidden/tests.py) $(VENV)/.installed
 release:
 	@test -f exercises/gradebook.db || rm -f $(RELEASED)  # the gradebook must know them too
 	@$(MAKE) --no-print-directory --silent $(RELEASED)
-$(RELEASED): $(RELEASE_INPUTS)
+# autograder/release.py runs nbgrader generate_assignment for one exercise without ever
+# removing its released notebook first, and refuses (status 3, nothing touched) a change
+# nbgrader cannot make once learners submitted: that exercise keeps its released version.
+$(RELEASED): $(RELEASE_INPUTS) autograder/release.py
 	@test -n "$(ASSIGNMENTS)" || { echo "==> no exercises: $(READER) could not read autograder/exercises"; exit 1; }
 	@echo "==> releasing exercises with nbgrader generate_assignment: $(ASSIGNMENTS)"
-	@cd exercises && for a in $(ASSIGNMENTS); do \
-	  PATH="$(CURDIR)/$(BIN):$$PATH" $(call default,RELEASE) "$$a" || exit 1; done
-	@touch $@
+	@refused=""; for a in $(ASSIGNMENTS); do \
+	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m autograder.release "$$a"; rc=$$?; \
+	  if [ $$rc -eq 3 ]; then refused="$$refused $$a"; elif [ $$rc -ne 0 ]; then exit 1; fi; done; \
+	  if [ -n "$$refused" ]; then echo "==> not released (kept as released before):$$refused"; \
+	  else touch $@; fi
 
 book: release $(NODE_DEPS)
 	@mkdir -p _build/logs
@@ -123,5 +129,18 @@ drift: book
 	@test -n "$(JAX)" || { echo "==> say which JAX: make drift JAX=0.10.2"; exit 2; }
 	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)"
 
+# A consistent copy of everything the course keeps, taken while it runs, and putting it
+# back (servers stopped): autograder/service/backup.py; GRADER_DB, GRADER_COURSE and
+# HUB_STATE say where the course's data is when not in this checkout.
+BACKUP ?=
+backup: venv
+	@test -n "$(BACKUP)" || { echo "==> say where: make backup BACKUP=/path/to/a/new/folder"; exit 2; }
+	@$(BIN)/python -m autograder.service.backup save "$(BACKUP)"
+restore: venv
+	@test -n "$(BACKUP)" || { echo "==> say which: make restore BACKUP=/path/to/the/backup"; exit 2; }
+	@$(BIN)/python -m autograder.service.backup restore "$(BACKUP)"
+
+# Never course data: the gradebook (due dates, extensions, grades), grading.db, the
+# hub's state and exercises/submitted stay (make backup copies them).
 clean:
-	rm -rf _build exercises/release exercises/gradebook.db
+	rm -rf _build exercises/release

@@ -20,6 +20,7 @@ from tqdm import tqdm
 
 from autograder import defaults, options, pipeline, sandbox
 from autograder.files import Files, ResultsFolder
+from autograder.exercises import current
 from autograder.exercises import names as exercise_names
 
 
@@ -54,6 +55,10 @@ def main(argv=None):
         print(warning, file=sys.stderr)
     if not source.found:
         print("no submissions found (looked for .ipynb and .py files)", file=sys.stderr)
+        return 2
+    broken = current.loadable(sorted(source.exercises()))[1]
+    if broken:  # graded by nothing rather than by tests that are not the instructor's
+        print("; ".join(broken.values()) + "; nothing graded", file=sys.stderr)
         return 2
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     with Lines() as lines:

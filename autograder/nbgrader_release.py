@@ -12,20 +12,26 @@ they are read-only cells with checksums like every other locked cell, and the
 gradebook holds them, so ``nbgrader validate`` and ``nbgrader autograde``
 treat them as if they were in the source notebook.
 """
+import re
+
 from nbformat import from_dict
 from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import IncludeHeaderFooter, NbGraderPreprocessor
 
-from autograder import checks_table, learner_submit
+from autograder import checks_table, exercises, learner_submit
 
 
 RUN_PAST = "raises-exception"  # the cell tag JupyterLab and nbclient run past
+GRADED_LINE = re.compile(r"^# Graded \([0-9.]+ points?\):", re.MULTILINE)  # a graded cell's first line
 
 
 class AddSubmitCells(NbGraderPreprocessor):
     """Insert the exercise's checks table after its first cell (the task statement),
     tag every code cell :data:`RUN_PAST`, and append its submit cells (the exercise
-    is the nbgrader assignment).
+    is the nbgrader assignment). Each graded cell's points are set to its hidden
+    test's: the hidden tests are the course's one points table, so the gradebook a
+    release writes (``SaveCells``) never goes back to points a source notebook
+    still says.
 
     A self-check raises on a wrong answer, by design: the learner reads why, and
     ``nbgrader validate`` reports it. Without the tag that error also makes the
@@ -37,13 +43,23 @@ class AddSubmitCells(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         exercise = resources["nbgrader"]["assignment"]
+        points = {name: p for name, _, p in exercises.get(exercise).tests()}
         for cell in nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade") and meta.get("grade_id") in points:
+                meta["points"] = points[meta["grade_id"]]  # the course's table, not the copy
+                cell.source = GRADED_LINE.sub(_graded_words(points[meta["grade_id"]]), cell.source,
+                                              count=1)
             tags = cell.metadata.get("tags", [])
             if cell.cell_type == "code" and RUN_PAST not in tags:
                 cell.metadata["tags"] = [*tags, RUN_PAST]
         nb.cells.insert(1, from_dict(checks_table.notebook_cell(exercise)))
         nb.cells.extend(from_dict(learner_submit.submit_cells(exercise)))
         return nb, resources
+
+
+def _graded_words(points):
+    return f"# Graded ({points:g} point{'' if points == 1 else 's'}):"
 
 
 def release_preprocessors():

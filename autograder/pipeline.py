@@ -50,10 +50,22 @@ def grader_digest():
 
 
 def digest(sub, limits):
-    """Identity of what is graded: file bytes, exercise, grader code, limits (hex)."""
+    """Identity of what is graded: file bytes, exercise, grader code, limits (hex). (The
+    grader code's digest is taken once per process; which hidden tests judged a result is
+    its ``version``, :func:`grading_version`, read at each grading.)"""
     h = hashlib.sha256()
     h.update(f"{sub.sha256 or '<unreadable>'}|{sub.exercise}|{grader_digest()}|{limits}".encode())
     return h.hexdigest()
+
+
+def grading_version(exercise):
+    """The version of ``exercise``'s grading on disk (:mod:`autograder.exercises.current`),
+    "" when it cannot be loaded (its submissions then get a grader fault, which says why)."""
+    from autograder.exercises import current
+    try:
+        return current.version(exercise)
+    except (current.NotLoadable, ValueError):
+        return ""
 
 
 def seed_for(hex_digest):
@@ -188,7 +200,7 @@ def judged(sub, outcome, hex_digest, seconds=0.0):
     has that the hidden tests cannot read gives this submission an ``error``
     result, never a crash of the class run.
     """
-    trace = ""
+    trace, version = "", grading_version(sub.exercise)  # what judges it: loaded now
     try:
         checks, output, status = judge.verdict(sub, outcome, seed_for(hex_digest))
     except Exception as exc:
@@ -197,7 +209,8 @@ def judged(sub, outcome, hex_digest, seconds=0.0):
                                   f"({type(exc).__name__}); please tell your instructor", "error")
         trace = "".join(traceback.format_exception(exc))  # for the instructor only
     return GradingResult(checks, output, status, hex_digest, seconds,
-                         outcome.output_tail if outcome else "", sub.exercise, fault=trace)
+                         outcome.output_tail if outcome else "", sub.exercise, fault=trace,
+                         version=version)
 
 
 def fault(exercise, exc, hex_digest=""):

@@ -69,7 +69,11 @@ class GradingResult:
     the learner's code printed (at most :data:`LEARNER_OUTPUT_CHARS`);
     ``exercise`` the exercise graded ("" in a result stored before it was kept);
     ``fault`` the traceback of a grader fault ("" otherwise), for instructors only:
-    :meth:`to_gradescope` (what learners read) never holds it.
+    :meth:`to_gradescope` (what learners read) never holds it; ``version`` the version
+    of the exercise's grading that judged it (:mod:`autograder.exercises.current`;
+    "" when unknown: stored before versions were kept, or a grader fault). The points
+    it was graded out of are its checks' ``max_score`` by ``grade_id``
+    (:meth:`points`).
     """
 
     checks: tuple
@@ -80,6 +84,7 @@ class GradingResult:
     learner_output: str = ""
     exercise: str = ""
     fault: str = ""
+    version: str = ""
 
     def __post_init__(self):
         object.__setattr__(self, "checks", tuple(self.checks))
@@ -93,27 +98,35 @@ class GradingResult:
     def max_score(self):
         return sum(c.max_score for c in self.checks)
 
+    def points(self):
+        """The points table that graded this result: ``{grade_id: max_score}``."""
+        return {c.grade_id: c.max_score for c in self.checks}
+
     def to_gradescope(self, visibility="visible"):
         """Gradescope's results.json for this submission, as a dict (the one conversion).
 
         ``visibility`` is each test's Gradescope visibility.
         """
+        extra = {"status": self.status, "digest": self.digest,
+                 "learner_output": self.learner_output, "exercise": self.exercise}
+        if self.version:  # the hidden tests that graded it (unknown: left out)
+            extra["version"] = self.version
         return {
             "score": self.score,
             "max_score": self.max_score,
             "output": self.output,
             "execution_time": round(self.seconds, 3),
             "tests": [c.to_gradescope(visibility) for c in self.checks],
-            "extra_data": {"status": self.status, "digest": self.digest,
-                           "learner_output": self.learner_output, "exercise": self.exercise},
+            "extra_data": extra,
         }
 
     def to_record(self):
         """A JSON-ready dict holding every field (what the grading service stores);
-        ``fault`` only when there is one."""
+        ``fault`` and ``version`` only when there is one."""
         record = dataclasses.asdict(self)
-        if not self.fault:
-            del record["fault"]
+        for name in ("fault", "version"):  # kept only when known
+            if not record[name]:
+                del record[name]
         return record
 
     def for_instructor(self, visibility="visible"):
@@ -141,7 +154,7 @@ class GradingResult:
                               t["status"], t["output"]) for t in data["tests"]]
         return cls(checks, data["output"], extra.get("status", "graded"), extra.get("digest", ""),
                    data.get("execution_time", 0.0), extra.get("learner_output", ""),
-                   extra.get("exercise", ""))
+                   extra.get("exercise", ""), version=extra.get("version", ""))
 
 
 def stored(data, exercise):

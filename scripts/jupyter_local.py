@@ -152,6 +152,31 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+NEW_VERSION = "{stem} (new version).ipynb"  # beside a notebook the learner edited
+
+
+def offer_new_version(rel: str, source: Path, target: Path, manifest: dict) -> None:
+    """A new release of a notebook the learner edited: lay it beside theirs as
+    :data:`NEW_VERSION`, opening with a cell that says so, never overwriting their
+    notebook (nor a new-version copy they edited since). ``manifest`` records what was
+    laid (``rel + "#new"``: the copy's hash; ``"#from"``: the release's)."""
+    offered = target.with_name(NEW_VERSION.format(stem=target.stem))
+    if manifest.get(rel + "#from") == _sha(source) and offered.exists():
+        return  # offered already
+    if offered.exists() and manifest.get(rel + "#new") not in (None, _sha(offered)):
+        print(f"==> a new version of {target.name} exists; keeping your edited {offered.name}")
+        return
+    nb = json.loads(source.read_text(encoding="utf-8"))
+    nb["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": (
+        f"**A new version of this exercise was released.** Your own notebook, "
+        f"`{target.name}`, is kept exactly as you left it, beside this one. To use the new "
+        "version, copy your answer into this notebook and submit from here; either "
+        "notebook can be submitted.")})
+    offered.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    manifest[rel + "#new"], manifest[rel + "#from"] = _sha(offered), _sha(source)
+    print(f"==> a new version of {target.name} is beside it: {offered.name}")
+
+
 def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
                     release: Path = RELEASE) -> list[Path]:
     """Copy lesson and exercise notebooks into ``workspace``; returns the notebooks there."""
@@ -173,6 +198,8 @@ def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
         target = workspace / rel
         if target.exists() and manifest.get(rel) not in (None, _sha(target)):
             print(f"==> keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+            if rel.endswith(".ipynb") and _sha(source) != manifest[rel]:
+                offer_new_version(rel, source, target, manifest)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)

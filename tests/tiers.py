@@ -45,6 +45,7 @@ NODES = {
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},
     "tests/service/test_new_exercise.py": {"service"},
     "tests/lti/test_passback.py": {"service"},  # a course's database, a platform, senders
+    "tests/service/test_course_changes.py": {"service"},
     "tests/grading/test_cli.py": {"grader"},
     "tests/grading/test_golden.py": {"grader"},
     "tests/grading/test_class_tree.py": {"grader"},

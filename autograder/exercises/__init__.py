@@ -50,8 +50,18 @@ class Exercise:
         return importlib.import_module(f"{__name__}.{self.name}.probe")
 
     def hidden(self):
-        """The hidden tests' module (grader side only)."""
+        """The hidden tests' module as they are on disk now (grader side only: imported
+        again when they changed, :func:`autograder.exercises.current.version`; raises
+        its ``NotLoadable`` while they cannot be imported)."""
+        from autograder.exercises import current
+        current.version(self.name)
         return importlib.import_module(f"{__name__}.{self.name}.hidden.tests")
+
+    def version(self):
+        """The version of this exercise's grading on disk (hex digest; see
+        :mod:`autograder.exercises.current`)."""
+        from autograder.exercises import current
+        return current.version(self.name)
 
     def tests(self):
         """``[(function name, title, points)]`` of the hidden tests, in file order."""
@@ -107,11 +117,18 @@ def _read_names(text):
     raise ValueError("no NAMES tuple of names")
 
 
-@functools.lru_cache(maxsize=None)
 def get(name):
-    """The :class:`Exercise` called ``name``; ValueError when none is registered."""
+    """The :class:`Exercise` called ``name``; ValueError when none is registered. Its
+    metadata is read again after :mod:`autograder.exercises.current` loaded the
+    exercise's modules again (an instructor's edit)."""
     if name not in names():
         raise ValueError(f"unknown exercise {name!r}; one of {', '.join(names())}")
+    from autograder.exercises import current
+    return _made(name, current.generation)
+
+
+@functools.lru_cache(maxsize=None)
+def _made(name, generation):
     meta = importlib.import_module(f"{__name__}.{name}")
     return Exercise(name=name, title=meta.TITLE, points=meta.POINTS,
                     preload=tuple(meta.PRELOAD), folder=FOLDER / name)

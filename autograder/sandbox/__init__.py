@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from autograder.sandbox import wire
@@ -40,6 +41,7 @@ from autograder.sandbox.uids import Lease, kill_uid, lease_uid
 from autograder.sandbox.wire import Limits, Outcome
 
 log = logging.getLogger("autograder.sandbox")
+RETIRE_S = 30.0  # a replaced zygote is closed this long after (connections to it have begun)
 __all__ = ["run", "Limits", "Outcome", "protect", "import_paths", "Lease", "lease_uid",
            "kill_uid", "Zygote", "shared", "REPO", "PRIVATE"]
 
@@ -114,30 +116,58 @@ class Zygote:
     def __init__(self):
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
         self.cannot_run = None  # why no learner process could run, when none could
+        self.versions = {}  # exercise -> version of its grading the zygote preloaded
+        self.retired = []  # (zygote, when) replaced by a newer one, closed a while later
 
     def launch(self, exercises=()):
         """Start the zygote without waiting for it (it imports JAX meanwhile).
 
         ``exercises`` get their learners' heavier imports
         (:func:`autograder.sandbox.learner.exercise_imports`) imported once
-        there rather than in every learner process.
+        there rather than in every learner process. A running zygote whose preloaded
+        probe of one of ``exercises`` is older than the files on disk
+        (:func:`autograder.exercises.current.version`) is replaced by a new one: a
+        grading started after an instructor's edit observes with the new probe.
         """
+        wanted = _versions(exercises)
         with self.lock:
+            self._close_retired()
             if self.proc and self.proc.poll() is None:
-                return
+                if all(self.versions.get(ex, v) == v for ex, v in wanted.items()):
+                    return
+                log.info("the grading of %s changed on disk: starting a new zygote",
+                         ", ".join(ex for ex, v in wanted.items() if self.versions.get(ex, v) != v))
+                # Closed later, not now: a grading thread may be connecting to it.
+                self.retired.append((self.proc, time.monotonic()))
+                wanted = {**_versions(self.versions), **wanted}
+            self.versions = wanted
             self.ready, self.cannot_run = False, None
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
             code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
                     f"from autograder.sandbox.zygote import main; "
-                    f"main({self.path!r}, {tuple(exercises)!r})")
+                    f"main({self.path!r}, {tuple(sorted(wanted))!r})")
             env = zygote_environment()
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)
 
+    def _close_retired(self, after=RETIRE_S):
+        """Let replaced zygotes exit (EOF on their stdin) ``after`` seconds on; their
+        learner processes already running finish as they would have."""
+        keep = []
+        for proc, since in self.retired:
+            if time.monotonic() - since >= after:
+                proc.stdin.close()
+                proc.wait()
+                proc.stdout.close()
+            else:
+                keep.append((proc, since))
+        self.retired = keep
+
     def start(self):
-        """Launch if needed, then wait until the zygote listens."""
+        """Launch if needed, then wait until the zygote listens; its socket's path (read
+        here, under the lock: a zygote replaced meanwhile still serves it a while)."""
         self.launch()
         with self.lock:
             if not self.ready:
@@ -151,6 +181,7 @@ class Zygote:
                 self.ready = True
             if self.cannot_run:
                 raise RuntimeError(self.cannot_run)
+            return self.path
 
     def send(self, request, limits, lease):
         """Send one request; block until its :class:`Outcome`.
@@ -159,20 +190,33 @@ class Zygote:
         descriptor is passed to the supervisor. Raises RuntimeError (or
         OSError) when the zygote or the supervisor fails.
         """
-        self.start()
+        path = self.start()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(limits.seconds + 60)
-            conn.connect(self.path)
+            conn.connect(path)
             wire.send_request(conn, request, limits, lease)
             return wire.receive_outcome(conn)
 
     def stop(self):
-        """Kill the zygote and remove its socket folder."""
+        """Kill the zygote (and those it replaced) and remove its socket folder."""
+        for proc, _ in self.retired:
+            proc.kill()
+            proc.wait()
+            proc.stdin.close()
+            proc.stdout.close()
+        self.retired = []
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
         if self.path:
             shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
+
+def _versions(exercises):
+    """``{exercise: version}`` of ``exercises``' grading on disk; one that cannot be
+    loaded is left out (its submissions are refused or faulted where they are graded)."""
+    from autograder.exercises import current
+    return current.loadable(exercises)[0]
 
 
 _shared = Zygote()

@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import classroom, lti_routes, recorded
+from autograder.service import classroom, lti_routes, out_of_date, recorded
 from autograder.service.lateness import Lateness
 from autograder.service.handler import Base, Refused, echo, log, submission_view
 from autograder.service.store import CapReached, Caps, process_name, storage_problem
@@ -373,7 +373,8 @@ class SubmittedNotebook(SubmissionHandler):
 class Health(Base):
     """``GET /api/health``: 200 ``ok`` or 503 with ``problems`` in plain words; and
     ``warnings``, which keep it ok: where the gradebook's points differ from the
-    hidden tests' (read at most every :data:`POINTS_CHECK_S` seconds)."""
+    hidden tests', and where recorded grades are out of date (:mod:`.out_of_date`),
+    read at most every :data:`POINTS_CHECK_S` seconds."""
 
     open_to_all = True
 
@@ -386,7 +387,8 @@ class Health(Base):
                 f"{ex}: the gradebook's points differ from the hidden tests' ({'; '.join(d)}): "
                 f"nbgrader export and the class CSV total the old points until you run "
                 f"python -m autograder.service.regrade {ex}"
-                for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]]
+                for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]
+                + out_of_date.versions(self.store, self.settings_.exercises)]
         return cache[1]
 
     async def get(self):
@@ -410,7 +412,8 @@ class Health(Base):
                 answer["problems"].append(f"no grading worker has reported in the last 30 s; "
                                           f"{answer['waiting']} submission(s) wait")
         try:  # the gradebook may live in the same database, away with it
-            answer["warnings"] = await self.db(self.points_warnings)
+            answer["warnings"] = await self.db(self.points_warnings) + await self.db(
+                out_of_date.penalties, self.store, self.application.settings["mirror"])
         except SQLAlchemyError as exc:
             answer["warnings"] = []
             answer["problems"].append(f"nbgrader's gradebook: {storage_problem(exc)}")

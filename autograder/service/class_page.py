@@ -29,7 +29,8 @@ COLUMNS = (("learner", "learner"), ("recorded", "recorded"), ("best", "best"),
 
 
 def render(data, site="../course/book/intro.html"):
-    """The whole page (str) for ``data`` (:func:`class_data`'s dict)."""
+    """The whole page (str) for ``data`` (:func:`class_data`'s dict, with ``out_of_date``:
+    sentences on grades out of date, shown first)."""
     exercises = data["exercises"]
     toc = "".join(f'<li><a href="#{_id(n)}">{escape(n)}</a></li>' for n in exercises)
     body = "".join(_exercise(name, ex) for name, ex in exercises.items())
@@ -41,11 +42,19 @@ def render(data, site="../course/book/intro.html"):
         '<script src="static/class-page.js"></script></head><body>'
         f'<header><nav aria-label="course"><a href="{escape(site)}">Course</a> '
         '<a href="./">Your grades</a> <a href="api/class.csv" download>Class CSV</a></nav>'
-        "</header><main><h1>The class</h1>"
+        "</header><main><h1>The class</h1>" + _out_of_date(data.get("out_of_date", ())) +
         f'<nav aria-label="exercises"><ul class="toc">{toc}'
         '<li><a href="#progress">Progress across the course</a></li></ul></nav>'
         f"{body}{_progress(data['progress'], list(exercises))}</main>"
         '<script src="static/list.min.js"></script></body></html>')
+
+
+def _out_of_date(sentences):
+    """Where recorded grades are out of date (:mod:`.out_of_date`), above everything."""
+    if not sentences:
+        return ""
+    items = "".join(f"<li>{escape(s)}</li>" for s in sentences)
+    return f'<section class="out-of-date" role="status"><h2>Out of date</h2><ul>{items}</ul></section>'
 
 
 def _exercise(name, ex):

@@ -9,7 +9,8 @@
   each check's pass rate over the learners' latest submissions; ``roster``:
   every learner of the course (:mod:`autograder.service.roster`) with
   ``signed_in`` and the exercises they ``submitted``. Instructors' own
-  submissions count for no learner.
+  submissions count for no learner; ``out_of_date``: where recorded
+  grades or the gradebook's penalties are out of date (:mod:`.out_of_date`).
 * ``GET <prefix>api/class.csv`` (instructors): nbgrader's own CSV export
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step, with every
@@ -38,7 +39,7 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder.service import class_page, class_stats, lms_roster, outbox, roster
+from autograder.service import class_page, class_stats, lms_roster, out_of_date, outbox, roster
 from autograder.service.handler import Base, Refused, echo, log
 from autograder.service.class_view import listing, summary
 
@@ -96,7 +97,10 @@ class Class(_Instructors):
             for who, signed_in in course.learners.items()}
         exercises = await self.db(lambda: outbox.annotate(dict(sorted(view.items())), self.store))
         never = await self.db(lambda: lms_roster.never_launched(self.store))
-        self.send(200, {"exercises": exercises, "roster": learners, "lms_never_launched": never})
+        mirror = self.application.settings["mirror"]
+        stale = await self.db(lambda: out_of_date.warnings(self.store, mirror, self.settings_.exercises))
+        self.send(200, {"exercises": exercises, "roster": learners, "lms_never_launched": never,
+                        "out_of_date": stale})
 
 
 class ClassPage(_Instructors):
@@ -104,8 +108,10 @@ class ClassPage(_Instructors):
         deadlines = self.application.settings["mirror"].deadlines
         course = await self.roster()
         # the store's read and the plots' drawing both block: off the event loop
-        html = await self.db(lambda: class_page.render(
-            class_stats.class_data(self.store, self.settings_.recorded, deadlines, course)))
+        html = await self.db(lambda: class_page.render(dict(
+            class_stats.class_data(self.store, self.settings_.recorded, deadlines, course),
+            out_of_date=out_of_date.warnings(self.store, self.application.settings["mirror"],
+                                             self.settings_.exercises))))
         self.set_header("Content-Type", "text/html; charset=utf-8")
         self.finish(html)
 
@@ -215,7 +221,11 @@ def _submission_html(sub):
                     f"{escape(t['name'])} ({_num(t['score'])} / {_num(t['max_score'])})"
                     + ("" if t["status"] == "passed" else f"<pre>{escape(t['output'])}</pre>")
                     + "</li>" for t in result["tests"])
-    return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>"
+    was = sub.get("regrade_of")
+    regraded = (f"<p>Regraded with the current hidden tests: {_num(was['score'])} / "
+                f"{_num(was['max_score'])} before, {_num(result['score'])} / "
+                f"{_num(result['max_score'])} now.</p>" if was else "")
+    return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>{regraded}"
             f"<p>{escape(result.get('output', ''))}</p><ul>{tests}</ul>")
 
 

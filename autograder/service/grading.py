@@ -26,11 +26,15 @@ import traceback
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import load, pipeline
+from autograder.exercises import current
+from autograder.exercises import names as exercise_names
+from autograder.service.out_of_date import DEADLINES_MARK
 from autograder.service import outbox
 from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
+HIDDEN_TESTS = "hidden tests"  # the problems' key while some cannot be loaded
 
 
 def lms_client():
@@ -45,7 +49,9 @@ def lms_client():
 class StoredRow:
     """A claimed row as :func:`autograder.pipeline.grade_all`'s source: its stored notebook
     bytes, loaded as they are (no file is written). The service's zygote imports
-    every exercise when it starts (:func:`autograder.service.config.start_grading`)."""
+    every exercise when it starts (:func:`autograder.service.config.start_grading`);
+    naming the row's exercise here starts a new one when its probe changed on disk
+    since (:meth:`autograder.sandbox.Zygote.launch`)."""
 
     hide, private = (), None
 
@@ -53,7 +59,7 @@ class StoredRow:
         self.row = row
 
     def exercises(self):
-        return []
+        return [self.row["exercise"]]
 
     def submissions(self):
         exercise = self.row["exercise"]
@@ -189,10 +195,20 @@ class GradingThreads:
                 self.notify()
             self.stopping.wait(5.0)
 
+    def unloadable(self):
+        """The exercises whose hidden tests on disk cannot be loaded now (their
+        submissions wait, queued; the heartbeat and /api/health say why)."""
+        bad = current.loadable(exercise_names())[1]
+        if bad:
+            self.problems[HIDDEN_TESTS] = "; ".join(bad[ex] for ex in sorted(bad))
+        else:
+            self.problems.pop(HIDDEN_TESTS, None)
+        return tuple(bad)
+
     def _grade_loop(self, slot):
         owner = f"{self.name}:{slot}"
         while not self.stopping.is_set():
-            row = self._retry(self.store.claim, owner, self.lease)
+            row = self._retry(self.store.claim, owner, self.lease, self.unloadable())
             if row is None:
                 with self.work:
                     self.work.wait(timeout=1.0)
@@ -246,6 +262,7 @@ class GradingThreads:
                 continue
             try:
                 self.sync_once()
+                self.sync_deadlines()
                 failing = None
             except SQLAlchemyError:
                 raise  # the store itself: _forever retries with backoff
@@ -257,6 +274,26 @@ class GradingThreads:
     def _passback_loop(self):
         outbox.Sender(self.store, self.lms, self.rule, lambda: late_by(self.mirror.deadlines),
                       f"{self.name}:passback").loop(self.stopping, self.passback_wanted)
+
+    def sync_deadlines(self):
+        """When the late policy, a due date or an extension changed since the gradebook's
+        penalties were written (:meth:`Deadlines.state` against the store's mark
+        :data:`DEADLINES_MARK`), write every learner's recorded grade again under the new
+        ones: the recorded submission itself may change (a penalty moves the best one).
+        Until this is done, /api/health and the class page say the gradebook is out of date."""
+        state = self.mirror.deadlines.state()
+        if self.store.mark(DEADLINES_MARK) == state:
+            return
+        lateness = late_by(self.mirror.deadlines)
+        for learner, exercise in self.store.graded_pairs():
+            if self.stopping.is_set():
+                return
+            keep = recorded(self.store.graded(learner, exercise), self.rule, lateness)
+            if keep is not None:
+                self.mirror.record(keep, lateness(keep).penalty)
+                self.store.mark_recorded(learner, exercise, keep["id"])
+        self.store.set_mark(DEADLINES_MARK, state)
+        log.info("gradebook penalties written under the current late policy and deadlines")
 
     def sync_once(self):
         """Mirror each learner's recorded submission (``self.rule``, recorded.py) of every

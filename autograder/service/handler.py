@@ -144,6 +144,8 @@ def submission_view(row):
         data["replaced_by"] = row["replaced_by"]
     if row.get("regrade"):
         data["regrade"] = True  # an instructor's regrade of an earlier submission
+    if row.get("regrade_of"):  # what it regrades: old -> new, with the points of each
+        data["regrade_of"] = json.loads(row["regrade_of"])
     if row["status"] == "done":
         data["seconds"] = {
             "waiting": round(row["started_at"] - row["submitted_at"], 3),

@@ -8,6 +8,8 @@ and the service agree. Times are UTC, as nbgrader stores them. The instructor's
 command that sets them is :mod:`autograder.service.deadlines`.
 """
 import datetime
+import hashlib
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from nbgrader.plugins import LateSubmissionPlugin
 from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
 
+log = logging.getLogger("autograder.service")
 UTC = datetime.timezone.utc
 CACHE_S = 5.0  # how long a reading of the gradebook's dates is reused
 
@@ -43,12 +46,47 @@ class Lateness:
 
 
 class Deadlines:
-    """Due dates, extensions and the late policy of a course (see the module)."""
+    """Due dates, extensions and the late policy of a course (see the module). All three
+    are live: dates are read again every :data:`CACHE_S` seconds, the policy as soon as
+    ``nbgrader_config.py`` changes (:attr:`policy`), so every view computes penalties
+    under the policy and dates in force now; :meth:`state` says which those are."""
 
     def __init__(self, gradebook_url, course, sqlite_file=None):
-        self.url, self.policy = gradebook_url, load_policy(course)
+        self.url, self.course = gradebook_url, Path(course)
+        self._policy = (None, None)  # (the config file's stat key, the plugin)
         self.sqlite_file = sqlite_file  # a SQLite gradebook is never created here
         self._cache, self._lock = (0.0, {}, {}), threading.Lock()
+
+    @property
+    def policy(self):
+        """The late-penalty plugin as ``<course>/nbgrader_config.py`` says it now (read
+        again when the file changed; a file that cannot be read mid-edit keeps the last)."""
+        path = self.course / "nbgrader_config.py"
+        try:
+            stat = path.stat()
+            key = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            key = None
+        if key != self._policy[0] or self._policy[1] is None:
+            try:
+                self._policy = (key, load_policy(self.course))
+            except Exception as exc:  # a syntax error mid-edit
+                if self._policy[1] is None:
+                    raise
+                log.warning("kept the late policy: %s cannot be read (%s)", path, exc)
+        return self._policy[1]
+
+    def state(self):
+        """A digest (hex) of the policy and every due date and extension in force now:
+        gradebook penalties written under another state are out of date."""
+        dues, extensions = self._dates()
+        policy = self.policy
+        said = {name: getattr(policy, name) for name in sorted(policy.trait_names())
+                if policy.trait_metadata(name, "config")}
+        text = repr((type(policy).__name__, sorted(said.items()),
+                     sorted((k, str(v)) for k, v in dues.items()),
+                     sorted((k, str(v)) for k, v in extensions.items())))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def _dates(self):
         """``({exercise: due}, {(exercise, learner): extension})``, read at most every

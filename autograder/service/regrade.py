@@ -1,45 +1,101 @@
 """Regrade an exercise for the whole class after its hidden tests changed.
 
-    python -m autograder.service.regrade EXERCISE     (--db, --course as for the service)
+    python -m autograder.service.regrade EXERCISE [--every] [--wait]   (--db, --course as for the service)
 
+0. Refuses, changing nothing, when the exercise's hidden tests on disk cannot be loaded
+   (:func:`autograder.exercises.current.version`).
 1. Sets the points of the exercise's graded cells in nbgrader's gradebook to
    those of its hidden tests (``Mirror.points_disagree(fix=True)``), so
    ``nbgrader export`` totals follow the tests. (``nbgrader generate_assignment``
    itself refuses to change an assignment that has submissions.)
 2. Queues each learner's recorded submission (:mod:`autograder.service.recorded`)
-   again, with its notebook and its original submission time (deadlines still
-   apply); the learner's earlier results stay in their history as ``regraded``,
-   and only the new result counts (:meth:`Store.requeue`).
+   again, or with ``--every`` every graded attempt, with its notebook and its
+   original submission time (deadlines still apply); the earlier results stay in
+   the history as ``regraded``, and only the new results count (:meth:`Store.requeue`).
+   Each new submission says what it regrades (``regrade_of``: the old score, points
+   and version), so each learner reads old -> new beside it.
 
 The running service or workers grade the regrades as they grade anything else,
-taking turns with learners' new submissions (the regrade is one client of the
-queue, :meth:`Store.claim`), so a class still submitting is not starved.
+with the hidden tests on disk now (they load them again when they change), taking
+turns with learners' new submissions (the regrade is one client of the queue,
+:meth:`Store.claim`). With ``--wait`` this command waits for them and prints each
+learner's old -> new score.
 """
+import json
 import sys
+import time
 
 from autograder import exercises
 from autograder.service import config
 
+WAIT_POLL_S = 1.0
+
 
 def main(argv=None):
+    from autograder.exercises import current
     from autograder.service.recorded import late_by, recorded
 
     p = config.parser("python -m autograder.service.regrade",
                       "Grade every learner's recorded submission of an exercise again.")
     p.add_argument("exercise")
+    p.add_argument("--every", action="store_true",
+                   help="regrade every graded attempt, not only each learner's recorded one")
+    p.add_argument("--wait", action="store_true",
+                   help="wait until the regrades are graded and print old -> new per learner")
     args = p.parse_args(argv)
     if args.exercise not in exercises.names():
         p.error(f"unknown exercise {args.exercise!r}; known: {', '.join(exercises.names())}")
+    try:
+        version = current.version(args.exercise)
+    except current.NotLoadable as exc:
+        print(f"{args.exercise}: nothing regraded: {exc}", file=sys.stderr)
+        return 1
     store, mirror = config.open_store(args)
     for change in mirror.points_disagree(args.exercise, fix=True):
         print(f"{args.exercise}: gradebook points set to the hidden tests' ({change})")
     lateness = late_by(mirror.deadlines)
-    keep = [recorded(store.graded(learner, args.exercise), args.recorded, lateness)
-            for learner in store.learners(args.exercise)]
-    made = store.requeue([row["id"] for row in keep if row is not None])
-    print(f"{args.exercise}: {len(made)} recorded submission(s) queued for grading with the "
-          "current hidden tests")
+    if args.every:
+        keep = [row for learner in store.learners(args.exercise)
+                for row in store.graded(learner, args.exercise)]
+    else:
+        keep = [recorded(store.graded(learner, args.exercise), args.recorded, lateness)
+                for learner in store.learners(args.exercise)]
+    made = store.requeue([row["id"] for row in keep if row is not None], every=args.every)
+    what = "graded submission(s)" if args.every else "recorded submission(s)"
+    print(f"{args.exercise}: {len(made)} {what} queued for grading with the current hidden "
+          f"tests (version {version[:12]})")
+    if args.wait:
+        for line in old_to_new(store, made):
+            print(line)
     return 0
+
+
+def old_to_new(store, ids):
+    """Once every one of ``ids`` (regrades) is graded: one line per regrade,
+    ``learner: old/points -> new/points``, in the learners' order."""
+    while True:
+        rows = [store.get(i) for i in ids]
+        if all(r is None or r["status"] not in ("queued", "running") for r in rows):
+            break
+        time.sleep(WAIT_POLL_S)
+    lines = []
+    for row in sorted((r for r in rows if r), key=lambda r: (r["learner"], r["submitted_at"])):
+        was = row.get("regrade_of")
+        old = _points(json.loads(was) if was else None)
+        new = "not graded" if row["result"] is None else _points(_total(row["result"]))
+        lines.append(f"{row['learner']}: {old} -> {new}")
+    return lines
+
+
+def _total(result):
+    checks = result.get("checks") or []
+    return {"score": sum(c["score"] for c in checks), "max_score": sum(c["max_score"] for c in checks)}
+
+
+def _points(data):
+    if not data or data.get("score") is None:
+        return "?"
+    return f"{data['score']:g}/{data['max_score']:g}"
 
 
 if __name__ == "__main__":

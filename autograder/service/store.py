@@ -66,6 +66,10 @@ submissions = Table(
     Column("lease_owner", String(128)),
     Column("lease_until", Float),
     Column("replaced_by", String(64)),
+    # Which version of the exercise's grading made the result (results.GradingResult.version)
+    # and, for a regrade, what it regrades: {"id", "score", "max_score", "version"} (JSON).
+    Column("version", String(64)),
+    Column("regrade_of", Text),
     Index("submissions_status", "status", "seq"),
     Index("submissions_learner", "learner", "submitted_at"),
     Index("submissions_client", "client", "status"),
@@ -138,6 +142,13 @@ lti_context = Table(
     "lti_context", metadata,
     Column("name", String(64), primary_key=True),
     Column("value", Text, nullable=False),
+)
+# Course-wide facts every process reads alike: which deadlines and late policy the
+# gradebook's late penalties were written under (``gradebook_deadlines``).
+marks = Table(
+    "marks", metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", Text),
 )
 WAITING = ("queued", "running")
 CLAIM_LOCK = 7_315_001  # pg_advisory_xact_lock key for claims (any constant)
@@ -236,6 +247,7 @@ class Store:
         with self.engine.begin() as conn:
             _migrate(conn)
             metadata.create_all(conn)
+            _add_columns(conn)
 
     def where(self):
         """The database, for logs (no password)."""
@@ -360,7 +372,8 @@ class Store:
         regrade of an earlier one (the hub's listings and class view)."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.started_at,
-                s.finished_at, s.replaced_by, (s.client == "regrade").label("regrade"), s.result]
+                s.finished_at, s.replaced_by, (s.client == "regrade").label("regrade"), s.result,
+                s.version, s.regrade_of]
         query = select(*cols).order_by(s.seq)
         if learner is not None:
             query = query.where(s.learner == learner)
@@ -369,8 +382,10 @@ class Store:
         return [dict(r, result=json.loads(r["result"]) if r["result"] else None) for r in rows]
 
     # -- grading ----------------------------------------------------------
-    def claim(self, owner, lease):
+    def claim(self, owner, lease, exclude=()):
         """Lease the next submission to ``owner`` for ``lease`` seconds; the row or None.
+        Submissions of the exercises in ``exclude`` are left queued (their hidden tests
+        cannot be loaded now).
 
         The row dict has the notebook. Expired leases are claimable; a learner
         already being graded is passed over (graded one submission at a time).
@@ -396,7 +411,7 @@ class Store:
             ).scalar_subquery()
             turn = func.row_number().over(partition_by=s.client, order_by=s.seq) + started
             ranked = select(s.seq, turn.label("turn")).where(
-                claimable, s.learner.not_in(busy)).subquery()
+                claimable, s.learner.not_in(busy), s.exercise.not_in(list(exclude))).subquery()
             seq = conn.execute(select(ranked.c.seq).order_by(ranked.c.turn, ranked.c.seq)
                                .limit(1)).scalar()
             if seq is None:
@@ -427,7 +442,8 @@ class Store:
                 s.id == sub_id, s.status == "running", s.lease_owner == owner,
                 s.lease_until >= now).values(
                 status="done", result=json.dumps(result), finished_at=now,
-                graded=s.graded + 1, lease_until=None)).rowcount == 1
+                graded=s.graded + 1, lease_until=None,
+                version=result.get("version") or None)).rowcount == 1
 
     def release_dead(self, host, alive):
         """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone,
@@ -527,27 +543,77 @@ class Store:
             return sorted(conn.execute(select(s.learner).distinct().where(
                 s.exercise == exercise, s.status == "done")).scalars())
 
-    def requeue(self, sub_ids):
+    def requeue(self, sub_ids, every=False):
         """Queue each of ``sub_ids`` (graded submissions) again, as a new row with the same
-        learner, exercise, notebook and submission time, from the client ``regrade``; every
-        graded submission of that learner and exercise becomes ``regraded`` (kept, with its
-        result, ``replaced_by`` the new row), so only the new result counts. The new ids."""
+        learner, exercise, notebook and submission time, from the client ``regrade``, its
+        ``regrade_of`` the old one's id, score, points and version (what learners and the
+        instructor read as old -> new). The old row is kept, with its result, as
+        ``regraded`` (``replaced_by`` the new row). Without ``every`` (the recorded
+        submissions only) every graded submission of that learner and exercise becomes
+        ``regraded``, so only the new result counts; with it (every attempt regraded)
+        each old row is replaced by its own new one. The new ids."""
         s = submissions.c
         made = []
         with self.engine.begin() as conn:
             for old in sub_ids:
-                row = conn.execute(select(s.learner, s.exercise, s.notebook, s.submitted_at)
+                row = conn.execute(select(s.learner, s.exercise, s.notebook, s.submitted_at,
+                                          s.result, s.version)
                                    .where(s.id == old, s.status == "done")).mappings().first()
                 if row is None:
                     continue
                 new = secrets.token_urlsafe(24)
-                conn.execute(update(submissions).where(
-                    s.learner == row["learner"], s.exercise == row["exercise"],
-                    s.status == "done").values(status="regraded", replaced_by=new))
+                replaced = (s.id == old) if every else and_(
+                    s.learner == row["learner"], s.exercise == row["exercise"], s.status == "done")
+                conn.execute(update(submissions).where(replaced).values(
+                    status="regraded", replaced_by=new))
+                was = dict(_scores(row["result"]), id=old, version=row["version"])
                 conn.execute(submissions.insert().values(
-                    id=new, client="regrade", status="queued", **row))
+                    id=new, client="regrade", status="queued", regrade_of=json.dumps(was),
+                    **{k: row[k] for k in ("learner", "exercise", "notebook", "submitted_at")}))
                 made.append(new)
         return made
+
+    def stale(self, versions):
+        """``{exercise: (submissions, learners)}`` counting graded submissions (``done``,
+        the ones a grade is chosen from) whose result another version of the exercise's
+        grading made than ``versions[exercise]`` (its version now), or an unknown one."""
+        s = submissions.c
+        older = [and_(s.exercise == ex, or_(s.version.is_(None), s.version != v))
+                 for ex, v in versions.items()]
+        if not older:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(select(s.exercise, func.count(), func.count(s.learner.distinct()))
+                                .where(s.status == "done", or_(*older))
+                                .group_by(s.exercise)).all()
+        return {ex: (n, learners) for ex, n, learners in rows}
+
+    # -- course-wide marks -------------------------------------------------------
+    def mark(self, name):
+        """The value of mark ``name`` (str), or None when never set."""
+        with self._read() as conn:
+            return conn.execute(select(marks.c.value).where(marks.c.name == name)).scalar()
+
+    def set_mark(self, name, value):
+        with self.engine.begin() as conn:
+            if not conn.execute(update(marks).where(marks.c.name == name)
+                                .values(value=value)).rowcount:
+                conn.execute(marks.insert().values(name=name, value=value))
+
+    def remirror(self):
+        """Every grade is to be written into the gradebook again (after a restore): each
+        graded submission's gradebook state and the deadlines mark are cleared."""
+        with self.engine.begin() as conn:
+            conn.execute(update(submissions).where(submissions.c.gradebook.is_not(None))
+                         .values(gradebook=None))
+            conn.execute(marks.delete())
+
+    def graded_pairs(self):
+        """Every ``(learner, exercise)`` with a graded submission, sorted."""
+        s = submissions.c
+        with self._read() as conn:
+            return sorted(tuple(r) for r in conn.execute(
+                select(s.learner, s.exercise).distinct().where(s.status == "done")))
 
     # -- lessons ------------------------------------------------------------
     def record_run(self, learner, lesson, now=None):
@@ -582,6 +648,24 @@ class Store:
             conn.execute(update(submissions).where(mine, s.id != sub_id)
                          .values(gradebook="superseded"))
             conn.execute(update(submissions).where(s.id == sub_id).values(gradebook="recorded"))
+
+
+def _scores(result):
+    """``{"score", "max_score"}`` (points) of a stored result (JSON text), either shape."""
+    data = json.loads(result) if result else {}
+    if "checks" in data:
+        return {"score": sum(c["score"] for c in data["checks"]),
+                "max_score": sum(c["max_score"] for c in data["checks"])}
+    return {"score": data.get("score"), "max_score": data.get("max_score")}
+
+
+def _add_columns(conn):
+    """Add the columns a database made before them lacks (nullable: old rows read None)."""
+    have = {c["name"] for c in inspect(conn).get_columns("submissions")}
+    for column in submissions.c:
+        if column.name not in have and column.nullable:
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f"ALTER TABLE submissions ADD COLUMN {column.name} {kind}")
 
 
 def _migrate(conn):

@@ -48,3 +48,25 @@ def test_the_lessons_rule_helper_is_copied_beside_them(tmp_path):
     (tmp_path / "site" / "course_rules.py").write_text("def rule(*a): pass\n")
     _build(tmp_path, "first")
     assert (tmp_path / "ws" / "lessons" / "course_rules.py").read_text() == "def rule(*a): pass\n"
+
+
+def test_a_new_release_of_an_edited_notebook_is_offered_beside_it(tmp_path):
+    _build(tmp_path, "first")
+    edited = tmp_path / "ws" / "lessons" / "one.ipynb"
+    nb = json.loads(edited.read_text())
+    nb["cells"][0]["source"] = ["my notes"]
+    edited.write_text(json.dumps(nb))
+    mine = edited.read_bytes()
+    assert _build(tmp_path, "first")["cells"][0]["source"] == ["my notes"]
+    offered = tmp_path / "ws" / "lessons" / "one (new version).ipynb"
+    assert not offered.exists()  # nothing new was released
+    _build(tmp_path, "second")
+    assert edited.read_bytes() == mine  # never overwritten
+    cells = json.loads(offered.read_text())["cells"]
+    assert "A new version of this exercise was released" in cells[0]["source"]
+    assert "`one.ipynb`" in cells[0]["source"] and cells[1]["source"] == ["second"]
+    took = json.loads(offered.read_text())
+    took["cells"][1]["source"] = ["my answer, moved"]
+    offered.write_text(json.dumps(took))
+    _build(tmp_path, "third")  # a copy the learner worked in is kept too
+    assert json.loads(offered.read_text())["cells"][1]["source"] == ["my answer, moved"]

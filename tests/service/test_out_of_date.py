@@ -1,0 +1,71 @@
+"""What the store keeps of grading versions, regrades and the gradebook's deadlines, and
+the sentences /api/health and the class page make of it (in-process, on SQLite and on a
+real PostgreSQL server; the exercise's version is the one on disk)."""
+import pytest
+
+from autograder.exercises import current
+from autograder.service import class_page, out_of_date
+from autograder.service.gradebook import Mirror
+from autograder.service.store import Caps, Store
+
+EX = "update_with_donate"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store(request, tmp_path):
+    url = tmp_path / "grading.db" if request.param == "sqlite" else request.getfixturevalue(
+        "pg_url")()
+    store = Store(url)
+    yield store
+    store.engine.dispose()
+
+
+def _graded(store, learner, version, score=4.0):
+    sub = store.admit(learner, EX, b"{}", "10.0.0.1", Caps(rate_count=0))[0]
+    store.claim("host:1:0", 30)
+    check = {"grade_id": "test_values", "title": "values", "score": score, "max_score": 10.0,
+             "status": "passed", "output": ""}
+    assert store.finish(sub, "host:1:0", {"checks": [check], "output": "", "status": "graded",
+                                          "version": version})
+    return sub
+
+
+def test_grades_made_by_other_hidden_tests_are_counted_until_regraded(store, tmp_path):
+    now = current.version(EX)
+    old = _graded(store, "ada", "an older version")
+    _graded(store, "bob", now)
+    assert store.stale({EX: now}) == {EX: (1, 1)}
+    said = out_of_date.versions(store, [EX])
+    assert len(said) == 1 and "1 graded submission(s) of 1 learner(s)" in said[0]
+    assert f"regrade {EX}" in said[0]
+    [new] = store.requeue([old], every=True)
+    assert store.get(new)["status"] == "queued" and store.get(old)["status"] == "regraded"
+    assert store.stale({EX: now}) == {}  # the old result is kept, not counted
+    import json
+    assert json.loads(store.get(new)["regrade_of"]) == {
+        "id": old, "score": 4.0, "max_score": 10.0, "version": "an older version"}
+
+
+def test_gradebook_penalties_are_flagged_until_written_under_the_current_deadlines(store, tmp_path):
+    config = tmp_path / "course" / "nbgrader_config.py"
+    config.parent.mkdir()
+    config.write_text('c.AssignLatePenalties.plugin_class = "autograder.late_policy.CourseLatePolicy"\n'
+                      'c.CourseLatePolicy.penalty_method = "zero"\n')
+    mirror = Mirror(tmp_path / "course")
+    assert out_of_date.penalties(store, mirror) == []  # nothing graded: nothing out of date
+    _graded(store, "ada", current.version(EX))
+    assert "late penalties" in out_of_date.penalties(store, mirror)[0]
+    store.set_mark(out_of_date.DEADLINES_MARK, mirror.deadlines.state())
+    assert out_of_date.penalties(store, mirror) == []
+    config.write_text(config.read_text().replace('"zero"', '"per_day"'))  # an edited policy
+    assert mirror.deadlines.policy.penalty_method == "per_day"  # read again at once
+    assert "late penalties" in out_of_date.penalties(store, mirror)[0]
+    store.set_mark(out_of_date.DEADLINES_MARK, mirror.deadlines.state())
+    store.remirror()  # after a restore: every grade is written again
+    assert out_of_date.penalties(store, mirror) and store.unsynced()
+
+
+def test_the_class_page_says_what_is_out_of_date_first():
+    page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": ["ex: <stale>"]})
+    assert "Out of date" in page and "ex: &lt;stale&gt;" in page
+    assert "Out of date" not in class_page.render({"exercises": {}, "progress": {}})
