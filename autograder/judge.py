@@ -16,8 +16,8 @@ pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": 
 """
 import inspect
 
-from autograder import exercises
-from autograder.feedback import GradeFailure, where_text
+from autograder import exercises, requirements
+from autograder.feedback import GradeFailure, NotChecked, where_text
 from autograder.results import CheckResult
 
 
@@ -36,8 +36,11 @@ def failure(exercise, name, obs, seed):
     fixtures = {"obs": obs, "seed": seed}
     try:
         test(**{k: v for k, v in fixtures.items() if k in inspect.signature(test).parameters})
+    except NotChecked as exc:
+        titles = {n: title for n, title, _ in hidden_tests(exercise)}
+        return exc.told(titles.get(exc.needs, exc.needs)) + graded_rows(exercise, name, needs=exc.needs)
     except GradeFailure as exc:
-        return str(exc)
+        return str(exc) + graded_rows(exercise, name, row=getattr(exc, "row", None))
     except Exception as exc:  # malformed observations or a grader bug: never show source
         return (f"The grader could not complete this check ({type(exc).__name__}); "
                 "please tell your instructor.")
@@ -63,6 +66,23 @@ def check_result(exercise, name, obs, seed, failures=None):
         return CheckResult(name, test.title, test.points, test.points, "passed",
                            f"Passed: {test.title}.")
     return CheckResult(name, test.title, 0, test.points, "failed", message)
+
+
+def graded_rows(exercise, name, row=None, needs=None):
+    """The last line of check ``name``'s failed feedback: the requirement rows of the task
+    it grades (:mod:`autograder.requirements`), or '' for an exercise without a table.
+
+    ``row``: the one row the check observed violated; ``needs``: the check whose failure
+    left this one unchecked (the rows both grade). Else every row the check grades."""
+    try:
+        rows = requirements.rows_of_check(exercise, name)
+    except ModuleNotFoundError as exc:  # no requirements.py; an error inside one is raised
+        if exc.name != f"autograder.exercises.{exercise}.requirements":
+            raise
+        return ""
+    narrowed = [r for r in rows if r.id == row or (needs is not None and needs in r.checks)]
+    rows = narrowed or rows
+    return ("\nRequirement: " + "; ".join(row.title for row in rows)) if rows else ""
 
 
 def said_once(exercise, name, obs, seed, message, failures=None):
