@@ -86,6 +86,9 @@ def _values_hint(got, state, delta):
         basis = np.stack([state, delta], axis=1).astype(np.float64)
         (a, b), *_ = np.linalg.lstsq(basis, got.astype(np.float64), rcond=None)
         if np.allclose(basis @ [a, b], got, **VALUE_TOL):
+            if abs(a - b) <= 1e-6 * abs(a):
+                return (f"every returned value is state + delta times {a:.7g}: remove the "
+                        "extra factor from the helper")
             return f"the values returned are {_combination(a, b)}: return state + delta"
     return ("the values fit no sum of state and delta times constants; compare your result with "
             "state + delta on a small example")
@@ -97,7 +100,7 @@ def _combination(a, b):
     for c, name in ((a, "state"), (b, "delta")):
         if abs(c) < 1e-6:
             continue
-        size = "" if np.isclose(abs(c), 1) else f"{abs(c):.4g} * "
+        size = "" if abs(abs(c) - 1) < 1e-6 else f"{abs(c):.7g} * "
         text += (" - " if c < 0 else " + ") if text else ("-" if c < 0 else "")
         text += size + name
     return text or "0"
