@@ -12,7 +12,10 @@ nbgrader bridge calls them, so both graders judge with the same code (and a
 class is not charged a pytest session per submission). To run them under
 pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": ...}``
 (see ``exercises/conftest.py``). A failing test shows only its
-:class:`~autograder.feedback.GradeFailure` message, never its source.
+:class:`~autograder.feedback.GradeFailure` message, never its source, ending with
+the requirement row(s) of the task it grades (:func:`graded_rows`); a
+:class:`~autograder.feedback.NotChecked` says "not checked" with the title of the
+check whose failure took its evidence, which alone says what was observed.
 """
 import inspect
 
