@@ -85,7 +85,10 @@ def graded_rows(exercise, name, row=None, needs=None):
         return ""
     narrowed = [r for r in rows if r.id == row or (needs is not None and needs in r.checks)]
     rows = narrowed or rows
-    return ("\nRequirement: " + "; ".join(row.title for row in rows)) if rows else ""
+    return (REQUIREMENT + "; ".join(row.title for row in rows)) if rows else ""
+
+
+REQUIREMENT = "\nRequirement: "
 
 
 def said_once(exercise, name, obs, seed, message, failures=None):
@@ -100,8 +103,9 @@ def said_once(exercise, name, obs, seed, message, failures=None):
     if name != lead:
         return (f"Not run: every call raised the error reported under \"{lead_title}\""
                 + (f" ({where})" if where else "") + ".")
-    return (message + (f"\nWhere: {where}" if where else "")
-            + (f"\nNot run because of it: {'; '.join(others)}." if others else ""))
+    said, rows, last = message.partition(REQUIREMENT)  # the row stays the last line
+    return (said + (f"\nWhere: {where}" if where else "")
+            + (f"\nNot run because of it: {'; '.join(others)}." if others else "") + rows + last)
 
 
 def failures_of(exercise, obs, seed):
