@@ -11,12 +11,40 @@ class GradeFailure(AssertionError):
     """A failed check, carrying the message a learner will read."""
 
 
-def fail(checked, expected, got, hint=None):
-    """Raise :class:`GradeFailure` with a four-part plain-words message."""
+class NotChecked(GradeFailure):
+    """A check that has no evidence because another check failed first.
+
+    ``needs`` is that other hidden test's name: the grader (:mod:`autograder.judge`)
+    says "not checked" with its title, so the cause is told once, by the check that
+    observed it, and not again by each check it stopped."""
+
+    def __init__(self, checked, expected, needs, why):
+        self.checked, self.expected, self.needs, self.why = checked, expected, needs, why
+        super().__init__(f"Checked: {checked}\nExpected: {expected}\nGot: not checked: {why}")
+
+    def told(self, title):
+        """The learner's message, naming the failed check by its ``title``."""
+        return (f"Checked: {self.checked}\nExpected: {self.expected}\n"
+                f"Got: not checked: \"{title}\" failed (it says what was observed), and {self.why}")
+
+
+def fail(checked, expected, got, hint=None, row=None):
+    """Raise :class:`GradeFailure` with a four-part plain-words message.
+
+    ``row``: the id of the requirement row (:mod:`autograder.requirements`) the
+    observations show violated, when the check grades several; the feedback names it."""
     lines = [f"Checked: {checked}", f"Expected: {expected}", f"Got: {got}"]
     if hint:
         lines.append(f"Hint: {hint}")
-    raise GradeFailure("\n".join(lines))
+    failure = GradeFailure("\n".join(lines))
+    failure.row = row
+    raise failure
+
+
+def not_checked(checked, expected, needs, why):
+    """Raise :class:`NotChecked`: ``checked`` has no evidence because hidden test
+    ``needs`` failed; ``why`` says, in words, why that failure leaves nothing to check."""
+    raise NotChecked(checked, expected, needs, why)
 
 
 def where_text(where):

@@ -12,12 +12,15 @@ nbgrader bridge calls them, so both graders judge with the same code (and a
 class is not charged a pytest session per submission). To run them under
 pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": ...}``
 (see ``exercises/conftest.py``). A failing test shows only its
-:class:`~autograder.feedback.GradeFailure` message, never its source.
+:class:`~autograder.feedback.GradeFailure` message, never its source, ending with
+the requirement row(s) of the task it grades (:func:`graded_rows`); a
+:class:`~autograder.feedback.NotChecked` says "not checked" with the title of the
+check whose failure took its evidence, which alone says what was observed.
 """
 import inspect
 
-from autograder import exercises
-from autograder.feedback import GradeFailure, where_text
+from autograder import exercises, requirements
+from autograder.feedback import GradeFailure, NotChecked, where_text
 from autograder.results import CheckResult
 
 
@@ -36,8 +39,11 @@ def failure(exercise, name, obs, seed):
     fixtures = {"obs": obs, "seed": seed}
     try:
         test(**{k: v for k, v in fixtures.items() if k in inspect.signature(test).parameters})
+    except NotChecked as exc:
+        titles = {n: title for n, title, _ in hidden_tests(exercise)}
+        return exc.told(titles.get(exc.needs, exc.needs)) + graded_rows(exercise, name, needs=exc.needs)
     except GradeFailure as exc:
-        return str(exc)
+        return str(exc) + graded_rows(exercise, name, row=getattr(exc, "row", None))
     except Exception as exc:  # malformed observations or a grader bug: never show source
         return (f"The grader could not complete this check ({type(exc).__name__}); "
                 "please tell your instructor.")
@@ -65,6 +71,26 @@ def check_result(exercise, name, obs, seed, failures=None):
     return CheckResult(name, test.title, 0, test.points, "failed", message)
 
 
+def graded_rows(exercise, name, row=None, needs=None):
+    """The last line of check ``name``'s failed feedback: the requirement rows of the task
+    it grades (:mod:`autograder.requirements`), or '' for an exercise without a table.
+
+    ``row``: the one row the check observed violated; ``needs``: the check whose failure
+    left this one unchecked (the rows both grade). Else every row the check grades."""
+    try:
+        rows = requirements.rows_of_check(exercise, name)
+    except ModuleNotFoundError as exc:  # no requirements.py; an error inside one is raised
+        if exc.name != f"autograder.exercises.{exercise}.requirements":
+            raise
+        return ""
+    narrowed = [r for r in rows if r.id == row or (needs is not None and needs in r.checks)]
+    rows = narrowed or rows
+    return (REQUIREMENT + "; ".join(row.title for row in rows)) if rows else ""
+
+
+REQUIREMENT = "\nRequirement: "
+
+
 def said_once(exercise, name, obs, seed, message, failures=None):
     """One cause stopped every call (the probe's ``obs["stopped"]``): the first failing
     check says it, with its line, and names the checks it kept from running; each of
@@ -77,8 +103,9 @@ def said_once(exercise, name, obs, seed, message, failures=None):
     if name != lead:
         return (f"Not run: every call raised the error reported under \"{lead_title}\""
                 + (f" ({where})" if where else "") + ".")
-    return (message + (f"\nWhere: {where}" if where else "")
-            + (f"\nNot run because of it: {'; '.join(others)}." if others else ""))
+    said, rows, last = message.partition(REQUIREMENT)  # the row stays the last line
+    return (said + (f"\nWhere: {where}" if where else "")
+            + (f"\nNot run because of it: {'; '.join(others)}." if others else "") + rows + last)
 
 
 def failures_of(exercise, obs, seed):

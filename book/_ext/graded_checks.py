@@ -5,10 +5,12 @@ An exercise page writes
     ```{graded-checks} <exercise>
     ```
 
-and gets, in its place, the table :mod:`autograder.checks_table` makes from
-``autograder/exercises/<exercise>/hidden/tests.py`` (each check's title, points and
-one-line statement), so the page cannot list a check the grader does not run. The
-page is rebuilt whenever that file changes (a Sphinx dependency).
+and gets, in its place, the tables :mod:`autograder.checks_table` makes from
+``autograder/exercises/<exercise>/requirements.py`` (each requirement of the task
+with the checks that grade it and its points) and ``hidden/tests.py`` (each check's
+title, points and one-line statement), so the page cannot list a requirement or a
+check the grader does not grade. The page is rebuilt whenever either file changes
+(a Sphinx dependency).
 """
 
 from __future__ import annotations
@@ -32,7 +34,10 @@ def _table(app: Sphinx, docname: str, match: re.Match) -> str:
     name = match["exercise"]
     if name not in exercises.names():
         raise ExtensionError(f"{docname}: graded-checks names no exercise: {name!r}")
-    app.env.note_dependency(str(REPO / "autograder" / "exercises" / name / "hidden" / "tests.py"))
+    folder = REPO / "autograder" / "exercises" / name
+    app.env.note_dependency(str(folder / "hidden" / "tests.py"))
+    if (folder / "requirements.py").exists():
+        app.env.note_dependency(str(folder / "requirements.py"))
     return checks_table.markdown(name)
 
 

@@ -21,10 +21,29 @@ def test_the_table_lists_every_hidden_test_with_its_points_and_statement(exercis
     rows = checks_table.check_rows(exercise)
     assert [(r["name"], r["title"], r["points"]) for r in rows] == hidden_tests(exercise)
     assert all(r["checks"] and "\n" not in r["checks"] for r in rows)
-    table = checks_table.markdown(exercise)
+    table = checks_table.checks_markdown(exercise)
     assert table.count("\n| ") == len(rows) + 1  # the separator line, then one per check
+    assert table in checks_table.markdown(exercise)
     assert f"{sum(r['points'] for r in rows)} points in all" in table
     assert sum(r["points"] for r in rows) == exercises.get(exercise).points
+
+
+@pytest.mark.parametrize("exercise", NAMES)
+def test_every_requirement_row_is_shown_with_its_sentence_checks_and_points(exercise):
+    from autograder import requirements
+
+    try:
+        rows = requirements.of(exercise)
+    except ModuleNotFoundError:
+        pytest.skip(f"{exercise} has no requirement table yet (test_requirements.py says so)")
+    titles = {name: title for name, title, _ in hidden_tests(exercise)}
+    table = checks_table.markdown(exercise)
+    assert table.startswith(checks_table.requirements_markdown(exercise))
+    for row in rows:
+        line = next(line for line in table.splitlines() if line.startswith(f"| {row.title} |"))
+        assert row.says.replace("|", "\\|") in line
+        assert all(titles[c] in line for c in row.checks)
+        assert line.endswith(f"| {requirements.points(exercise, row)} |")
 
 
 def test_a_hidden_test_without_a_statement_is_refused():

@@ -89,6 +89,34 @@ def test_one_error_that_stopped_every_call_is_said_once():
         f"{STOPPED} the error reported under \"{lead_title}\"."  # no line known: none said
 
 
+def test_a_check_without_evidence_says_not_checked_and_names_the_failed_check_once():
+    """Nothing donated: "state is donated" says what was observed; the two checks that need a
+    donated state say "not checked" with its title, and do not repeat its observation."""
+    found = {c.grade_id: c for c in judge.checks(ASSIGNMENT, observed("no_donation"), SEED)}
+    cause = found["test_state_donated"].output
+    assert "Got: jit__lambda donates 0 of its 2 arguments" in cause
+    for name in ("test_delta_kept", "test_no_read_after_donation"):
+        said = found[name].output
+        assert f'Got: not checked: "{TITLES["test_state_donated"]}" failed' in said, said
+        assert "donates 0 of its 2" not in said and "Hint:" not in said
+
+
+def test_a_failed_check_names_the_requirement_row_its_observations_show():
+    """The last line names the row of the task (autograder/exercises/<exercise>/
+    requirements.py): the one the failure shows when the check grades several."""
+    from autograder import requirements
+
+    rows = {row.id: row.title for row in requirements.of(ASSIGNMENT)}
+    both = {c.grade_id: c for c in judge.checks(ASSIGNMENT, observed("both_donated"), SEED)}
+    assert both["test_delta_kept"].output.endswith(f"\nRequirement: {rows['keep-delta']}")
+    read = {c.grade_id: c for c in judge.checks(ASSIGNMENT, observed("reads_donated"), SEED)}
+    assert read["test_no_read_after_donation"].output.endswith(f"\nRequirement: {rows['no-read']}")
+    # left unchecked by the no-read failure: the row both checks grade
+    assert read["test_rebinding"].output.endswith(f"\nRequirement: {rows['no-read']}")
+    assert all(c.status == "passed" for n, c in read.items()
+               if n not in ("test_no_read_after_donation", "test_rebinding"))
+
+
 @pytest.mark.parametrize("sample", ["reference", "wrong_arithmetic"])
 def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
     """The hidden tests are real pytest tests (autograder/exercises/conftest.py): same

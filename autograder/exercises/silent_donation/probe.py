@@ -12,11 +12,18 @@ with :func:`make_inputs` and recomputes the values itself.
 
 Evidence is ``is_deleted()`` after the call and ``memory_analysis()
 .alias_size_in_bytes``, never ``lowered.args_info``: on JAX 0.10.2 and 0.12.0.1 an unused
-argument reads ``donated=True`` there while nothing is aliased or deleted.
+argument reads ``donated=True`` there while nothing is aliased or deleted. JAX's
+warnings raised while lowering or calling a step ("Some donated buffers were not
+usable": a buffer declared donated that no output can take) are recorded too.
+
+Each step, and each part of a step's probe (lowering, a positional call, a keyword
+call), runs apart: one error, or one step missing, costs only the checks that need it.
 """
+import re
+
 import numpy as np
 
-from autograder.exercises.common import encode_array, error_text, facts_of, quiet
+from autograder.exercises.common import encode_array, error_text, facts_of, learner_line, quiet
 
 FUNCTIONS = ("train_step", "reset", "run", "apply_delta")
 LEARNING_RATE = 0.1
@@ -75,40 +82,73 @@ def _nbytes(tree):
     return int(sum(leaf.nbytes for leaf in jax.tree.leaves(tree)))
 
 
-def _guard(record, body):
+def _guard(record, body, key="error"):
+    """Run ``body(record)``; an exception goes to ``record[key]`` (with its line in the
+    learner's cell under ``key + "_where"``) and JAX's warnings to ``record["warnings"]``."""
+    record.setdefault(key, None)
+    record.setdefault("warnings", [])
     try:
-        with quiet():
+        with quiet() as caught:
             body(record)
     except BaseException as exc:  # learner code may raise anything, even SystemExit
-        record["error"] = error_text(exc)
+        record[key], record[key + "_where"] = error_text(exc), learner_line(exc)
+    record["warnings"] += caught
     return record
 
 
+def _lowering(record, fn, *args):
+    """``record["alias_bytes"]``, the compiled module's parameter count (``params``: fewer
+    than the arguments when jit dropped an unused one) and the jitted function's
+    parameter names (``signature``), or ``record["lower_error"]`` when lowering raised."""
+    import inspect
+
+    def body(rec):
+        rec["alias_bytes"] = _alias_bytes(fn, *args)
+        if hasattr(fn, "lower"):
+            main = MAIN.search(fn.lower(*args).as_text())
+            rec["params"] = len(PARAM.findall(main.group(1))) if main else None
+
+    record.update(alias_bytes=None, params=None)
+    try:
+        record["signature"] = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        record["signature"] = None
+    _guard(record, body, "lower_error")
+
+
+MAIN = re.compile(r"func\.func public @main\((.*)\) ->")
+PARAM = re.compile(r"%arg\d+:")
+
+
 def _train_step(fn, inputs):
+    record = {"state_bytes": _nbytes(inputs["state"]), "result": None, "result_type": None}
+    _lowering(record, fn, _device(inputs["state"]), _device(inputs["batch"]))
+    state, batch = _device(inputs["state"]), _device(inputs["batch"])
+
     def body(record):
-        state, batch = _device(inputs["state"]), _device(inputs["batch"])
-        record["state_bytes"] = _nbytes(state)
-        record["alias_bytes"] = _alias_bytes(fn, state, batch)
         out = fn(state, batch)
-        record["state_deleted"], record["batch_deleted"] = _deleted(state), _deleted(batch)
         ok = isinstance(out, dict) and sorted(map(str, out)) == ["b", "w"]
         record["result"] = {k: encode_array(out[k]) for k in ("b", "w")} if ok else None
         record["result_type"] = type(out).__name__
 
-    return _guard({"error": None}, body)
+    _guard(record, body)
+    record["state_deleted"], record["batch_deleted"] = _deleted(state), _deleted(batch)
+    return record
 
 
 def _reset(fn, inputs):
+    record = {"acc_bytes": _nbytes(inputs["acc"]), "result": None, "type": None, "dtype": None}
+    _lowering(record, fn, _device(inputs["acc"]))
+    acc = _device(inputs["acc"])
+
     def body(record):
-        acc = _device(inputs["acc"])
-        record["acc_bytes"] = _nbytes(acc)
-        record["alias_bytes"] = _alias_bytes(fn, _device(inputs["acc"]))
         out = fn(acc)
-        record["acc_deleted"] = bool(acc.is_deleted())
         record["result"] = encode_array(out)
         record.update(facts_of(out))
 
-    return _guard({"error": None}, body)
+    _guard(record, body)
+    record["acc_deleted"] = bool(acc.is_deleted())
+    return record
 
 
 def _run(fn, inputs):
@@ -132,34 +172,44 @@ def _run(fn, inputs):
                              if isinstance(history, (list, tuple)) else None)
         record["history_types"] = ([type(h).__name__ for h in history[:RUN_STEPS + 2]]
                                    if isinstance(history, (list, tuple)) else None)
+        # a NumPy array that does not own its data is a view (np.asarray of a jax.Array on CPU)
+        record["history_views"] = ([isinstance(h, np.ndarray) and not h.flags.owndata
+                                    for h in history[:RUN_STEPS + 2]]
+                                   if isinstance(history, (list, tuple)) else None)
 
     return _guard({"error": None, "donated": calls}, body)
 
 
 def _apply_delta(fn, inputs):
-    def call(record, keyword):
-        delta, state = _device(inputs["delta"]), _device(inputs["apply_state"])
-        out = fn(delta=delta, state=state) if keyword else fn(delta, state)
-        return {"state_deleted": bool(state.is_deleted()), "delta_deleted": bool(delta.is_deleted()),
-                "result": encode_array(out), **facts_of(out)}
+    def call(keyword):
+        def body(rec):
+            delta, state = _device(inputs["delta"]), _device(inputs["apply_state"])
+            rec["delta"], rec["state"] = delta, state
+            out = fn(delta=delta, state=state) if keyword else fn(delta, state)
+            rec.update(result=encode_array(out), **facts_of(out))
 
-    def body(record):
-        record["state_bytes"] = int(inputs["apply_state"].nbytes)
-        record["alias_bytes"] = _alias_bytes(fn, _device(inputs["delta"]),
-                                             _device(inputs["apply_state"]))
-        record["positional"] = call(record, keyword=False)
-        record["keyword"] = call(record, keyword=True)
+        rec = _guard({"result": None, "type": None}, body)
+        delta, state = rec.pop("delta", None), rec.pop("state", None)
+        rec["state_deleted"] = bool(state is not None and state.is_deleted())
+        rec["delta_deleted"] = bool(delta is not None and delta.is_deleted())
+        return rec
 
-    return _guard({"error": None}, body)
+    record = {"error": None, "state_bytes": int(inputs["apply_state"].nbytes)}
+    _lowering(record, fn, _device(inputs["delta"]), _device(inputs["apply_state"]))
+    record["positional"], record["keyword"] = call(keyword=False), call(keyword=True)
+    record["warnings"] += record["positional"]["warnings"] + record["keyword"]["warnings"]
+    return record
 
 
 PROBES = {"train_step": _train_step, "reset": _reset, "run": _run, "apply_delta": _apply_delta}
 
 
 def observe(ns, seed):
-    """Run each probe against the learner's function of that name."""
-    for name in FUNCTIONS:
-        if not callable(ns.get(name)):
-            return {"missing": name}
+    """Run each probe against the learner's function of that name; a step the answer does
+    not define reads ``{"missing": True}`` (``{"missing": name}`` for the whole
+    observation when none is defined)."""
+    if not any(callable(ns.get(name)) for name in FUNCTIONS):
+        return {"missing": FUNCTIONS[0]}
     inputs = make_inputs(seed)
-    return {name: probe(ns[name], inputs) for name, probe in PROBES.items()}
+    return {name: probe(ns[name], inputs) if callable(ns.get(name)) else {"missing": True}
+            for name, probe in PROBES.items()}

@@ -3,6 +3,13 @@
 :func:`observe` runs in the learner's process after their code, and returns a
 JSON-safe dict. The grader regenerates the same inputs with :func:`make_inputs`
 to compute expected values on its side.
+
+Calls are kept apart so that one slip costs only its own checks. The calls that
+observe values, types, the empty input and compiles hand in inputs whose buffers a
+NumPy view holds: on the CPU backend the grader runs on, JAX does not donate a
+buffer a view still holds (lesson 4, "A NumPy view of the input"), so a learner's
+stray read of ``state`` after the call cannot stop them. The calls that observe
+donation (``donation``) and the rebinding loop hand in plain buffers.
 """
 import pathlib
 import re
@@ -38,6 +45,20 @@ def _device_pair(seed, n):
     return jax.device_put(state), jax.device_put(delta)
 
 
+def _held_pair(seed, n):
+    """``(state, delta, views)``: a device pair, each buffer held by a NumPy view (on CPU)
+    for as long as ``views`` lives, so no call can donate it."""
+    state, delta = _device_pair(seed, n)
+    return state, delta, (np.asarray(state), np.asarray(delta))
+
+
+def _held_call(fn, seed, n):
+    state, delta, views = _held_pair(seed, n)
+    record = _call(fn, state, delta)
+    del views
+    return record
+
+
 def _call(fn, state, delta):
     """Call ``fn`` once; record the result, errors and both arguments' fate."""
     record = {"error": None, "where": None, "warnings": []}
@@ -55,23 +76,29 @@ def _call(fn, state, delta):
 
 
 def _compiles(fn, seed, counter):
-    """Trace/compile counts per call, and the modules JAX lowered meanwhile."""
+    """Trace/compile counts per call, the names of the modules each call lowered, and
+    every module JAX lowered meanwhile (one dump folder per call)."""
     import jax
 
     jax.clear_caches()  # the notebook may already have called fn with these lengths
-    dump = tempfile.mkdtemp(prefix="jax-ir-")
-    rows = []
-    jax.config.update("jax_dump_ir_to", dump)
+    rows, lowered = [], []
     try:
         for n in COMPILE_LENGTHS:
-            state, delta = _device_pair(seed, n)
+            dump = tempfile.mkdtemp(prefix="jax-ir-")
+            jax.config.update("jax_dump_ir_to", dump)
+            state, delta, views = _held_pair(seed, n)
             with counter:
                 rec = _call(fn, state, delta)
+            del views
+            jax.config.update("jax_dump_ir_to", "")
+            modules = _lowered_modules(dump)
+            lowered += modules
             rows.append({"n": n, "traces": counter.traces, "compiles": counter.compiles,
+                         "modules": [f"{m['module']}({', '.join(m['args'])})" for m in modules],
                          "error": rec["error"], "where": rec["where"], "warnings": rec["warnings"]})
     finally:
         jax.config.update("jax_dump_ir_to", "")
-    return rows, _lowered_modules(dump)
+    return rows, lowered
 
 
 # In a dumped module, a donated argument carries tf.aliasing_output (aliased
@@ -127,8 +154,10 @@ def observe(ns, seed):
     counter = EventCounter()
     obs = {}
     obs["compiles"], obs["lowered"] = _compiles(fn, seed, counter)  # first: fresh caches
-    obs["values"] = {str(n): _call(fn, *_device_pair(seed, n)) for n in VALUE_LENGTHS}
-    obs["empty"] = _call(fn, *_device_pair(seed, 0))
+    obs["values"] = {str(n): _held_call(fn, seed, n) for n in VALUE_LENGTHS}
+    obs["empty"] = _held_call(fn, seed, 0)
+    obs["donation"] = {str(n): _call(fn, *_device_pair(seed, n)) for n in VALUE_LENGTHS}
     obs["rebind"] = _rebind(fn, seed)
-    obs["stopped"] = stopped_by([*obs["compiles"], *obs["values"].values(), obs["empty"], obs["rebind"]])
+    obs["stopped"] = stopped_by([*obs["compiles"], *obs["values"].values(), obs["empty"],
+                                 *obs["donation"].values(), obs["rebind"]])
     return obs
