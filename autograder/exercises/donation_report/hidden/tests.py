@@ -45,6 +45,12 @@ def _entry(header, key):
         i += 1
 
 
+def _alias_items(header):
+    """``{parameter number: output number}`` from a module header's ``input_output_alias``."""
+    return {int(param): int(out or 0)
+            for out, param in ALIAS_ENTRY.findall(_entry(header, "input_output_alias"))}
+
+
 @functools.lru_cache(maxsize=None)
 def truth(name, seed):
     """The right report for case ``name``, from a compile in this process, with what
@@ -55,8 +61,7 @@ def truth(name, seed):
     with quiet():
         compiled = jax.jit(fn, donate_argnums=0).lower(state, *args).compile()
     header = compiled.as_text().splitlines()[0]
-    items = {int(param): int(out or 0)
-             for out, param in ALIAS_ENTRY.findall(_entry(header, "input_output_alias"))}
+    items = _alias_items(header)
     donors = {int(p) for p in DONOR_ENTRY.findall(_entry(header, "buffer_donor"))}
     flat_out = jax.tree_util.tree_flatten_with_path(jax.eval_shape(fn, state, *args))[0]
     outputs = [jax.tree_util.keystr(path) for path, _ in flat_out]
