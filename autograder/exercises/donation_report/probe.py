@@ -3,8 +3,10 @@
 :func:`observe` runs in the learner's process after their code. For each case
 in :data:`CASES` it builds a state tree from the seed, calls the learner's
 function, and records a JSON-safe copy of the answer plus whether any leaf of
-the caller's state was deleted by the call and how many times the step itself ran
-(a report compiles it and never runs it). The grader rebuilds the same case with :func:`make_case` and compiles it
+the caller's state was deleted by the call, how many times the step itself ran
+(a report compiles it and never runs it) and JAX's warnings that donated buffers
+were not usable (compiling with the state donated gives the case's own; another
+means something else was donated). The grader rebuilds the same case with :func:`make_case` and compiles it
 itself to know the right answer.
 
 Some cases are there because guessing the pairing gives another answer than the
@@ -42,6 +44,7 @@ CASES = {
     "bytes_only": "a float32 vector returned only as float16 at twice its length (same bytes)",
     "empty": "an empty tree (no leaves)",
 }
+DONATION_WARNING = "Some donated buffers were not usable"
 MAX_LEAVES = 64  # a longer answer is cut (no case has this many leaves)
 
 
@@ -287,7 +290,7 @@ def _call(fn, name, seed):
     record = {"error": None, "where": None, "answer": None}
     RUNS[0] = 0
     try:
-        with quiet():  # a case may make JAX warn that a donated buffer was not usable
+        with quiet() as warned:  # a case may make JAX warn that a donated buffer was not usable
             record["answer"] = encode_answer(fn(step, state, *args))
     except BaseException as exc:  # learner code may raise anything, even SystemExit
         record["error"], record["where"] = error_text(exc), learner_line(exc)
@@ -296,6 +299,7 @@ def _call(fn, name, seed):
     except Exception:
         pass
     record["runs"] = RUNS[0]
+    record["warnings"] = [m for m in warned if m.startswith(DONATION_WARNING)][:5]
     record["state_deleted"] = any(bool(leaf.is_deleted()) for leaf in jax.tree.leaves(state))
     return record
 

@@ -3,9 +3,9 @@ something (see :mod:`autograder.requirements`)."""
 from autograder.requirements import Requirement
 
 REQUIREMENTS = (
-    Requirement("compile-only", "compiles, never runs the step",
-                "The report compiles `fn` with the state donated and never runs it, so the "
-                "caller's `state` is still readable afterwards.",
+    Requirement("compile-only", "compiles with the state donated, never runs the step",
+                "The report compiles `fn` with the state donated (`donate_argnums=0`, nothing "
+                "else) and never runs it, so the caller's `state` is still readable afterwards.",
                 ("test_state_untouched",)),
     Requirement("format", "exactly the promised keys",
                 "It returns a dict with exactly the keys `leaves`, `aliased_bytes` and "

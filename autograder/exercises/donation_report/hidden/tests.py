@@ -58,7 +58,7 @@ def truth(name, seed):
     import jax
 
     fn, state, args = make_case(name, seed)
-    with quiet():
+    with quiet() as warned:
         compiled = jax.jit(fn, donate_argnums=0).lower(state, *args).compile()
     header = compiled.as_text().splitlines()[0]
     items = _alias_items(header)
@@ -70,7 +70,7 @@ def truth(name, seed):
                "output": outputs[items[i]] if i in items else None, "donor": i in donors}
               for i, (path, leaf) in enumerate(jax.tree_util.tree_flatten_with_path(state)[0])]
     return {"leaves": leaves, "aliased_bytes": int(compiled.memory_analysis().alias_size_in_bytes),
-            "total_bytes": sum(e["nbytes"] for e in leaves),
+            "total_bytes": sum(e["nbytes"] for e in leaves), "warnings": warned,
             "outputs": {path: f"{o.dtype}{list(o.shape)}" for path, o in zip(outputs, (o for _, o in flat_out))}}
 
 
@@ -262,11 +262,13 @@ def test_empty_tree(obs, seed):
              f"leaves {got[0]!r}, aliased_bytes {got[1]!r}, total_bytes {got[2]!r}")
 
 
-@graded(1, "the report only compiles: the step never runs, the caller's state is intact")
+@graded(1, "the report compiles with the state donated and never runs the step")
 def test_state_untouched(obs, seed):
     """The report never runs the step (a host callback in every graded step counts its
-    runs), and no leaf of the caller's state is deleted afterwards; "not checked" when the
-    report raised on the first case, before it could show either."""
+    runs), no leaf of the caller's state is deleted afterwards, and JAX raises no
+    "donated buffers were not usable" warning that compiling with `donate_argnums=0`
+    does not (one means the report donated something else too); "not checked" when the
+    report raised on the first case, before it could show any of this."""
     first = obs["cases"]["nested"]
     if first["error"] is not None or (first["answer"] or {}).get("leaves") is None:
         fail(f"whether {_what('nested')} runs the step", "a report (a dict with a list of "
@@ -286,3 +288,11 @@ def test_state_untouched(obs, seed):
             fail(f"whether the caller's state is still readable after {_what(name)}",
                  "every leaf still readable", "leaves of the state were deleted, while the "
                  "step itself never ran", "something in the report donated the caller's state")
+    for name in CASES:
+        extra = [w for w in obs["cases"][name].get("warnings") or []
+                 if w not in truth(name, seed)["warnings"]]
+        if extra:
+            fail(f"JAX's warnings during {_what(name)}", "only those that compiling with "
+                 "donate_argnums=0 gives (the state donated, nothing else)",
+                 f"JAX warned: {extra[0]}", "a buffer listed there was donated and could not "
+                 "be used; in the notebook this warning goes to stderr, and Validate fails")
