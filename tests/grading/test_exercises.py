@@ -168,7 +168,7 @@ def test_alias_facts_the_donation_report_tests_rely_on():
                      "not_returned": [True, False, True], "scalars": [True] * 3,
                      "reordered": [True, True], "reshape": [True, True],
                      "halves": [True], "bytes_order": [True, True], "bytes_only": [False],
-                     "empty": []}
+                     "single": [True], "empty": []}
     outputs = {name: [leaf["output"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
     # Reordered: each input lands in the output of its own shape, not in its position.
     assert outputs["reordered"] == ["[1]", "[0]"]
@@ -183,6 +183,8 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     # of its exact shape, so the first leaf lands in output 1 (pairing by bytes in order
     # says output 0).
     assert outputs["bytes_order"] == ["[1]", "[0]"]
+    # A bare array returned: output index {}, whose key path is the empty one.
+    assert outputs["single"] == [""]
     for name in CASES:
         right = truth(name, 1)
         assert right["aliased_bytes"] == sum(e["nbytes"] for e in right["leaves"] if e["aliased"])

@@ -42,6 +42,7 @@ CASES = {
     "halves": "a float32 vector returned as float16 at its length and at twice its length",
     "bytes_order": "a tuple (matrix, vector of as many float32 elements) returned as (vector, matrix)",
     "bytes_only": "a float32 vector returned only as float16 at twice its length (same bytes)",
+    "single": "a one-leaf dict whose step returns a bare array (output index {}, path '')",
     "empty": "an empty tree (no leaves)",
 }
 DONATION_WARNING = "Some donated buffers were not usable"
@@ -150,6 +151,8 @@ def _case(name, seed):
                                    _array(rng, (a * b,), jnp.float32)), ()
     if name == "bytes_only":
         return _bytes_only_step, {"v": _array(rng, (a,), jnp.float32)}, ()
+    if name == "single":
+        return _single_step, {"x": _array(rng, (a, b), jnp.float32)}, ()
     if name == "empty":
         return _empty_step, {"opt": (), "params": {}}, (_array(rng, (a,), jnp.float32),)
     raise KeyError(name)
@@ -214,6 +217,10 @@ def _bytes_only_step(state):
     import jax.numpy as jnp
 
     return {"v": jnp.concatenate([state["v"], state["v"] * 2.0]).astype(np.float16)}
+
+
+def _single_step(state):
+    return state["x"] * 2.0
 
 
 def _empty_step(state, x):

@@ -210,7 +210,8 @@ def _output_fact(right, path):
         return "None"
     if not isinstance(path, str):
         return f"a {path.get('type')}"
-    return f"{path} ({right['outputs'].get(path, 'no output has this path')})"
+    label = path or "'' (a bare array returned)"
+    return f"{label} ({right['outputs'].get(path, 'no output has this path')})"
 
 
 @graded(2, "output: the output leaf that takes each aliased leaf's buffer")
