@@ -71,7 +71,8 @@ def truth(name, seed):
               for i, (path, leaf) in enumerate(jax.tree_util.tree_flatten_with_path(state)[0])]
     return {"leaves": leaves, "aliased_bytes": int(compiled.memory_analysis().alias_size_in_bytes),
             "total_bytes": sum(e["nbytes"] for e in leaves), "warnings": warned,
-            "outputs": {path: f"{o.dtype}{list(o.shape)}" for path, o in zip(outputs, (o for _, o in flat_out))}}
+            "outputs": {path: f"{o.dtype}{list(o.shape)}"
+                        for path, (_, o) in zip(outputs, flat_out)}}
 
 
 def _what(name):

@@ -35,7 +35,8 @@ DELETED_HINT = ("an array given to a donating step is deleted afterwards, under 
                 "the lesson 'Leaf aliasing and lifetimes' shows which names go with it")
 RUNS = "train runs without reading a deleted buffer"
 DONATED = "the whole train state is donated and aliased"
-LIFETIMES = "the lesson 'Leaf aliasing and lifetimes', section 'A donating training loop and the memory it saves'"
+LIFETIMES = ("the lesson 'Leaf aliasing and lifetimes', section 'A donating training loop "
+             "and the memory it saves'")
 
 
 @functools.lru_cache(maxsize=4)
