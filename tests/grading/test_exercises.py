@@ -151,8 +151,11 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     """On the pinned JAX: the per-leaf outcomes the task and the samples describe.
 
     JAX pairs donated inputs with outputs first by exact shape and dtype, in
-    output order; a leftover is then offered to any unclaimed output with the
-    same element count, and XLA aliases it when the byte size matches too.
+    output order; a leftover is then offered when an unclaimed output has its
+    element count, and XLA aliases it to an unclaimed output of its byte size
+    (not necessarily the one it was offered for). The cases ``halves``,
+    ``bytes_order`` and ``bytes_only`` are there because a pairing guessed from
+    sizes or order gets them wrong: this holds them to that.
     """
     import jax
 
@@ -163,7 +166,9 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     assert flags == {"nested": [True] * 3, "dataclass": [True] * 3, "width": [True, False],
                      "shape": [False, True], "unchanged": [True, True],
                      "not_returned": [True, False, True], "scalars": [True] * 3,
-                     "reordered": [True, True], "reshape": [True, True], "empty": []}
+                     "reordered": [True, True], "reshape": [True, True],
+                     "halves": [True], "bytes_order": [True, True], "bytes_only": [False],
+                     "single": [True], "empty": []}
     outputs = {name: [leaf["output"] for leaf in truth(name, 1)["leaves"]] for name in CASES}
     # Reordered: each input lands in the output of its own shape, not in its position.
     assert outputs["reordered"] == ["[1]", "[0]"]
@@ -171,6 +176,15 @@ def test_alias_facts_the_donation_report_tests_rely_on():
     assert outputs["reshape"] == ["['m']", "['n']"]
     # Not returned: the third leaf lands in output 1, not output 2.
     assert outputs["not_returned"] == ["[0]", None, "[1]"]
+    # float32[n] returned as float16[n] and float16[2n]: offered for the first (its
+    # element count), written into by the second (its bytes).
+    assert outputs["halves"] == ["[1]"]
+    # (matrix, vector) of equal bytes returned as (vector, matrix): each takes the output
+    # of its exact shape, so the first leaf lands in output 1 (pairing by bytes in order
+    # says output 0).
+    assert outputs["bytes_order"] == ["[1]", "[0]"]
+    # A bare array returned: output index {}, whose key path is the empty one.
+    assert outputs["single"] == [""]
     for name in CASES:
         right = truth(name, 1)
         assert right["aliased_bytes"] == sum(e["nbytes"] for e in right["leaves"] if e["aliased"])
@@ -221,6 +235,12 @@ def test_pairing_rule_stated_on_the_donation_report_page():
     assert _alias(lambda n: n + 1.0, counter)[:3] == ({0: 0}, "", 4)
     # Same element count, half the bytes: offered (buffer_donor), not aliased, no warning.
     assert _alias(lambda p: p.astype(jnp.float16), p) == ({}, "buffer_donor={ (0, {}", 0, [])
-    # No unclaimed output with its element count: not offered, and JAX warns.
+    # Offered by element count, aliased by bytes: float16[4] and float16[8] outputs of a
+    # donated float32[4] (16 bytes): the float16[8] takes it.
+    v = jnp.ones(4, jnp.float32)
+    assert _alias(lambda v: (v.astype(jnp.float16), jnp.tile(v, 2).astype(jnp.float16)), v) == (
+        {0: 1}, "", 16, [])
+    # No unclaimed output with its element count: not offered, and JAX warns, even
+    # though the float16[48] output has its 96 bytes.
     items, donor, size, warned = _alias(lambda p: jnp.ones(48, jnp.float16) * p.sum(), p)
     assert (items, donor, size) == ({}, "", 0) and len(warned) == 1

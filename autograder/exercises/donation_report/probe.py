@@ -3,8 +3,19 @@
 :func:`observe` runs in the learner's process after their code. For each case
 in :data:`CASES` it builds a state tree from the seed, calls the learner's
 function, and records a JSON-safe copy of the answer plus whether any leaf of
-the caller's state was deleted by the call. The grader rebuilds the same case
-with :func:`make_case` and compiles it itself to know the right answer.
+the caller's state was deleted by the call, how many times the step itself ran
+(a report compiles it and never runs it) and JAX's warnings that donated buffers
+were not usable (compiling with the state donated gives the case's own; another
+means something else was donated). The grader rebuilds the same case with :func:`make_case` and compiles it
+itself to know the right answer.
+
+Some cases are there because guessing the pairing gives another answer than the
+compiled module's alias map on the JAX this course pins: ``halves`` (XLA puts a
+donated ``float32[n]`` into the ``float16[2n]`` output of the same bytes, not the
+``float16[n]`` output JAX offered it to by element count), ``bytes_order`` (two
+outputs of equal bytes, each taking the leaf of its exact shape, which is not
+the leaf in its position) and ``bytes_only`` (a ``float16[2n]`` output with the
+bytes of the donated ``float32[n]`` but not its element count: not aliased).
 
 Every step function here reads every leaf of its state: jit drops inputs that
 are never read, and that would renumber the compiled module's parameters.
@@ -28,8 +39,13 @@ CASES = {
     "scalars": "a tree of scalar leaves (float32[], int32[], float16[])",
     "reordered": "a tuple of two float32 vectors returned in the other order",
     "reshape": "a dict whose matrix comes back transposed and whose float32[] comes back as int32[]",
+    "halves": "a float32 vector returned as float16 at its length and at twice its length",
+    "bytes_order": "a tuple (matrix, vector of as many float32 elements) returned as (vector, matrix)",
+    "bytes_only": "a float32 vector returned only as float16 at twice its length (same bytes)",
+    "single": "a one-leaf dict whose step returns a bare array (output index {}, path '')",
     "empty": "an empty tree (no leaves)",
 }
+DONATION_WARNING = "Some donated buffers were not usable"
 MAX_LEAVES = 64  # a longer answer is cut (no case has this many leaves)
 
 
@@ -63,8 +79,35 @@ def _array(rng, shape, dtype):
     return jnp.asarray(rng.standard_normal(shape) * 3).astype(dtype)
 
 
+RUNS = [0]  # executions of the current case's step, counted by a host callback in it
+
+
+def _ran():
+    RUNS[0] += 1
+
+
+def _counted(step):
+    """``step`` with a host callback that counts its executions (not traces or compiles:
+    lowering, compiling and ``jax.eval_shape`` never run it). The callback has no
+    operands or results, so the compiled module's parameters, outputs and alias map
+    are those of ``step``."""
+    import jax
+
+    def run_counted(state, *args):
+        jax.debug.callback(_ran)
+        return step(state, *args)
+
+    return run_counted
+
+
 def make_case(name, seed):
-    """Return ``(fn, state, args)`` for case ``name``, built from ``seed``."""
+    """Return ``(fn, state, args)`` for case ``name``, built from ``seed``; ``fn``
+    counts its own executions in :data:`RUNS`."""
+    fn, state, args = _case(name, seed)
+    return _counted(fn), state, args
+
+
+def _case(name, seed):
     import jax.numpy as jnp
 
     _register()
@@ -101,6 +144,15 @@ def make_case(name, seed):
     if name == "reshape":
         state = {"m": _array(rng, (a, b), jnp.float32), "n": _array(rng, (), jnp.float32)}
         return _reshape_step, state, ()
+    if name == "halves":
+        return _halves_step, (_array(rng, (a,), jnp.float32),), ()
+    if name == "bytes_order":
+        return _bytes_order_step, (_array(rng, (a, b), jnp.float32),
+                                   _array(rng, (a * b,), jnp.float32)), ()
+    if name == "bytes_only":
+        return _bytes_only_step, {"v": _array(rng, (a,), jnp.float32)}, ()
+    if name == "single":
+        return _single_step, {"x": _array(rng, (a, b), jnp.float32)}, ()
     if name == "empty":
         return _empty_step, {"opt": (), "params": {}}, (_array(rng, (a,), jnp.float32),)
     raise KeyError(name)
@@ -149,6 +201,28 @@ def _reshape_step(state):
     return {"m": state["m"].T * 2.0, "n": (state["n"] + 1.0).astype(np.int32)}
 
 
+def _halves_step(state):
+    import jax.numpy as jnp
+
+    (v,) = state
+    return (v * 2.0).astype(np.float16), jnp.concatenate([v, v + 1.0]).astype(np.float16)
+
+
+def _bytes_order_step(state):
+    m, v = state
+    return v * 2.0, m + 1.0
+
+
+def _bytes_only_step(state):
+    import jax.numpy as jnp
+
+    return {"v": jnp.concatenate([state["v"], state["v"] * 2.0]).astype(np.float16)}
+
+
+def _single_step(state):
+    return state["x"] * 2.0
+
+
 def _empty_step(state, x):
     return x * 2.0
 
@@ -158,6 +232,17 @@ def _int(value):
         return operator.index(value)
     except Exception:
         return None
+
+
+def _number(value):
+    """An int as itself; anything else described (``"0.0 (float)"``), None as None."""
+    number = _int(value)
+    if number is not None or value is None:
+        return number
+    try:
+        return f"{value!r}"[:40] + f" ({type(value).__name__})"
+    except Exception:
+        return f"a {type(value).__name__}"
 
 
 def _shape(value):
@@ -201,8 +286,8 @@ def encode_answer(answer):
             "leaves": [_leaf(e) for e in leaves[:MAX_LEAVES]]
             if isinstance(leaves, (list, tuple)) else None,
             "leaves_type": type(leaves).__name__,
-            "aliased_bytes": _int(answer.get("aliased_bytes")),
-            "total_bytes": _int(answer.get("total_bytes"))}
+            "aliased_bytes": _number(answer.get("aliased_bytes")),
+            "total_bytes": _number(answer.get("total_bytes"))}
 
 
 def _call(fn, name, seed):
@@ -210,11 +295,18 @@ def _call(fn, name, seed):
 
     step, state, args = make_case(name, seed)
     record = {"error": None, "where": None, "answer": None}
+    RUNS[0] = 0
     try:
-        with quiet():
+        with quiet() as warned:  # a case may make JAX warn that a donated buffer was not usable
             record["answer"] = encode_answer(fn(step, state, *args))
     except BaseException as exc:  # learner code may raise anything, even SystemExit
         record["error"], record["where"] = error_text(exc), learner_line(exc)
+    try:
+        jax.effects_barrier()  # every callback of a run the report started has counted
+    except Exception:
+        pass
+    record["runs"] = RUNS[0]
+    record["warnings"] = [m for m in warned if m.startswith(DONATION_WARNING)][:5]
     record["state_deleted"] = any(bool(leaf.is_deleted()) for leaf in jax.tree.leaves(state))
     return record
 

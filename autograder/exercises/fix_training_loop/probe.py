@@ -6,6 +6,13 @@ opt_state)``) and ``train(params, batches, loss_fn, optimizer)`` returning
 ``(params, metrics)``. :func:`observe` runs both on a tiny MLP built here from
 the seed, so the grader can rebuild the same run with :func:`make_inputs`,
 :func:`loss_fn` and :func:`make_optimizer` and compare.
+
+While ``train`` runs, the step it gets from ``make_train_step`` is watched: right
+after each call returns (the moment the old and the new state could both be
+alive), the probe counts the arrays ``jax.live_arrays()`` lists and their bytes,
+less those live before ``train`` was called, as the lesson on lifetimes measures a
+loop. JAX's warning that donated buffers were not usable is recorded too (it goes
+to stderr in a notebook, where nbgrader's Validate fails on it).
 """
 import numpy as np
 
@@ -87,18 +94,71 @@ def _scalar(value):
     return encode_array(np.asarray(value, dtype=np.float32))
 
 
+DONATION_WARNING = "Some donated buffers were not usable"
+
+
+def _live():
+    """``(arrays, bytes)`` that ``jax.live_arrays()`` lists now, after a collection (so an
+    array nothing refers to is not counted)."""
+    import gc
+
+    import jax
+
+    gc.collect()
+    arrays = jax.live_arrays()
+    return len(arrays), int(sum(a.nbytes for a in arrays))
+
+
+class _Watched:
+    """The learner's step, called as it is; after each call returns, what is live beyond
+    ``outside`` is appended to ``log`` as ``[arrays, bytes]``. Other attributes
+    (``lower``, ...) are the step's own."""
+
+    def __init__(self, step, log, outside):
+        self._step, self._log, self._outside = step, log, outside
+
+    def __call__(self, *args, **kwargs):
+        out = self._step(*args, **kwargs)
+        arrays, nbytes = _live()
+        self._log.append([arrays - self._outside[0], nbytes - self._outside[1]])
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._step, name)
+
+
+def _watching(fn, log, outside):
+    """Put a watcher around ``make_train_step`` where ``fn`` (the learner's ``train``) looks
+    it up; returns the function that puts it back."""
+    names = getattr(fn, "__globals__", None)
+    make = names.get("make_train_step") if isinstance(names, dict) else None
+    if not callable(make):
+        return lambda: None
+    names["make_train_step"] = lambda *a, **k: _Watched(make(*a, **k), log, outside)
+    return lambda: names.__setitem__("make_train_step", make)
+
+
+def _donation_warnings(messages):
+    return [m for m in messages if m.startswith(DONATION_WARNING)][:5]
+
+
 def _train(fn, seed):
     """Run the learner's ``train`` once and read everything it returned."""
     import jax
 
     params, batches = device_inputs(seed)
-    record = {"error": None, "read_error": None}
+    record = {"error": None, "read_error": None, "held": [], "warnings": []}
+    outside = _live()
+    put_back = _watching(fn, record["held"], outside)
     try:
-        with quiet():
+        with quiet() as warned:
             out = fn(params, batches, loss_fn, make_optimizer())
     except BaseException as exc:  # learner code may raise anything, even SystemExit
         record["error"] = error_text(exc)
         return record
+    finally:
+        put_back()
+        record["warnings"] = _donation_warnings(warned)
     record["caller_params_deleted"] = _any_deleted(params)
     record["batches_deleted"] = _any_deleted(batches)
     try:  # reading what train returned is part of the check: nothing may be deleted
@@ -139,9 +199,9 @@ def _step(make, seed):
     """Build the learner's step, read its compiled alias facts, run it once."""
     params, batches = device_inputs(seed)
     optimizer = make_optimizer()
-    record = {"error": None, "jitted": False}
+    record = {"error": None, "jitted": False, "warnings": []}
     try:
-        with quiet():
+        with quiet() as warned:
             step = make(loss_fn, optimizer)
             state = (params, optimizer.init(params))
             batch = batches[0]
@@ -160,6 +220,7 @@ def _step(make, seed):
             record["new_params"] = encode_params(new_state[0])
     except BaseException as exc:
         record["error"] = error_text(exc)
+    record["warnings"] = _donation_warnings(warned)
     return record
 
 

@@ -13,6 +13,12 @@ Checks about what donation deletes ("runs without reading a deleted buffer",
 evidence they name: a step that really donates the train state. When one step
 of ``make_train_step`` leaves the old state alive, nothing can be deleted, so
 those checks score 0 and say "not checked" instead of passing vacuously.
+
+"Donation saves memory" reads what ``train`` held right after each step returned
+(live arrays and bytes beyond its caller's, as the lesson on lifetimes measures a
+loop) and JAX's warnings that a donated buffer was not usable. When ``train``
+raised, the check that runs it first says so, and the others that read its
+results say "not checked" once each, naming it.
 """
 import functools
 
@@ -26,7 +32,11 @@ from autograder.exercises.fix_training_loop.probe import (
 TRAIN = f"train(params, batches, loss_fn, optimizer) on a tiny MLP with Adam, {STEPS} batches"
 STEP = "one call of make_train_step(loss_fn, optimizer) on (params, opt_state) and the first batch"
 DELETED_HINT = ("an array given to a donating step is deleted afterwards, under every name: "
-                "keep jnp.copy(...) copies for anything you read later, and do not donate the batch")
+                "the lesson 'Leaf aliasing and lifetimes' shows which names go with it")
+RUNS = "train runs without reading a deleted buffer"
+DONATED = "the whole train state is donated and aliased"
+LIFETIMES = ("the lesson 'Leaf aliasing and lifetimes', section 'A donating training loop "
+             "and the memory it saves'")
 
 
 @functools.lru_cache(maxsize=4)
@@ -48,13 +58,15 @@ def reference(seed):
 
     with quiet():
         state = (jax.tree.map(jnp.asarray, params), optimizer.init(params))
-        losses, first = [], None
+        losses, after, first = [], [], None
         for batch in batches:
             state, loss = step(state, batch)
             losses.append(float(loss))
+            after.append(float(loss_fn(state[0], batch)))
             first = first or (jax.tree.map(np.asarray, state[0]), float(loss))
         final = jax.tree.map(np.asarray, state[0])
         return {"start": params, "losses": np.asarray(losses, np.float32), "final": final,
+                "after": np.asarray(after, np.float32),
                 "final_loss": float(loss_fn(state[0], batches[-1])),
                 "max_change": max(float(np.max(np.abs(final[k] - params[k]))) for k in params),
                 "first_params": first[0], "first_loss": first[1]}
@@ -82,11 +94,16 @@ def _params_differ(encoded, want):
     return [k for k in PARAM_NAMES if not _close(encoded[k], want[k])]
 
 
-def _train(obs):
+def _train(obs, lead=False):
+    """The observations of the ``train`` run; when it raised, the ``lead`` check says so
+    and the others say "not checked", naming it."""
     record = obs["train"]
     for key, when in (("error", "while training"), ("read_error", "while the grader read the returned metrics")):
+        if record.get(key) and not lead:
+            fail(TRAIN, "a run that returns (params, metrics)",
+                 f"not checked: train raised {when} (said under \"{RUNS}\")")
         if record.get(key):
-            deleted = "deleted" in record[key].lower()
+            deleted = "has been deleted" in record[key]
             fail(TRAIN, "it runs to the end and returns (params, metrics)",
                  f"it raised {record[key]} {when}", DELETED_HINT if deleted else None)
     return record
@@ -100,15 +117,13 @@ def _step_donates(obs):
 
 def _not_checked(what, why):
     fail(what, "a step that donates the train state, so that this can be checked",
-         f"not checked: {why}",
-         "donate the train state first (donate_argnums=0); see the check "
-         "'the whole train state is donated and aliased'")
+         f"not checked: {why} (see the check \"{DONATED}\")")
 
 
-@graded(2, "train runs without reading a deleted buffer")
+@graded(1, RUNS)
 def test_runs_without_deleted_reads(obs):
     """`train` returns, and every array in the params and metrics it returns is readable."""
-    record = _train(obs)
+    record = _train(obs, lead=True)
     if record.get("returned_deleted"):
         fail(TRAIN, "params and metrics whose arrays are all readable",
              "a returned array is deleted: it was donated to a later step", DELETED_HINT)
@@ -117,7 +132,7 @@ def test_runs_without_deleted_reads(obs):
                      "one step left the old train state alive, so nothing could be deleted")
 
 
-@graded(2, "losses equal a reference run")
+@graded(1, "losses equal a reference run")
 def test_losses(obs, seed):
     """`metrics["losses"]` equals the reference run's five losses."""
     record, ref = _train(obs), reference(seed)
@@ -128,7 +143,10 @@ def test_losses(obs, seed):
              f"(first {ref['losses'][0]:.4f}, last {ref['losses'][-1]:.4f})",
              "no list of losses" if got is None else
              f"{got.size} values: {', '.join(f'{v:.4f}' for v in got.ravel()[:STEPS])}",
-             "append the loss each step returns, in order; start from optimizer.init(params)")
+             "these are the losses of the params after each update, loss_fn(new params, batch)"
+             if _close(record["losses"], ref["after"]) else
+             "metrics['losses'] holds the loss each step returned, in order, from "
+             "(params, optimizer.init(params)) on")
 
 
 @graded(1, "final params, final_loss and max_change")
@@ -139,11 +157,14 @@ def test_final_results(obs, seed):
     if wrong:
         fail(f"the params returned by {TRAIN}", "the params after the last step, a dict with "
              f"keys {', '.join(PARAM_NAMES)}", f"different values for {', '.join(wrong)}")
+    how = {"final_loss": "final_loss is loss_fn(final params, batches[-1])",
+           "max_change": "max_change is the largest absolute change of any parameter entry "
+                         "between start and end"}
     for key in ("final_loss", "max_change"):
         if not _close(record[key], ref[key]):
             fail(f"metrics['{key}'] after {TRAIN}", f"{ref[key]:.5f}", _show(record[key]),
-                 "final_loss is loss_fn(final params, last batch); max_change the largest "
-                 "absolute change of any parameter entry between start and end")
+                 "this is the loss the last step returned (of the params before its update)"
+                 if key == "final_loss" and _close(record[key], ref["losses"][-1]) else how[key])
 
 
 @graded(1, "metrics hold independent copies; the caller's params and batches survive")
@@ -171,8 +192,9 @@ def test_metric_copies(obs, seed):
              "never donate an array the caller gave you; donate a copy, or do not donate it")
     if not record["start_survives_caller_donation"]:
         fail("metrics['start_params'] after the caller donates its own params to another step",
-             "still readable (an independent copy)", "deleted: they share the caller's buffers",
-             "store jnp.copy(...) of each leaf, not the leaf itself")
+             "still readable (an independent copy)", "deleted with the caller's params: they "
+             "share the caller's buffers", "the lesson 'jit with donate_argnums', section "
+             "'Keeping an independent copy'")
     if not _step_donates(obs):
         _not_checked(f"the caller's params and batches after {TRAIN}",
                      "one step left the old train state alive, so train could not delete them")
@@ -186,14 +208,15 @@ def test_train_state_donated(obs):
     record = obs["step"]
     if not record["jitted"]:
         fail("what make_train_step returns", "the function made by jax.jit(...)",
-             "a function with no .lower method" if record["error"] is None else
-             f"nothing: it raised {record['error']}",
-             "return jax.jit(step, donate_argnums=0) itself, not a wrapper around it")
+             "a function with no .lower method, so not the one jax.jit made"
+             if record["error"] is None else f"nothing: it raised {record['error']}")
     flags = record.get("state_donated") or []
     if not flags or not all(flags):
         fail(f"the donation flags of the train state in {STEP}",
              "every leaf of (params, opt_state) donated",
-             f"{sum(flags)} of {len(flags)} leaves donated", "pass donate_argnums=0 to jax.jit")
+             f"{sum(flags)} of {len(flags)} leaves donated (the lowered step's args_info)",
+             "the lesson 'jit with donate_argnums' shows how donate_argnums and "
+             "donate_argnames choose what is donated")
     if record["alias_bytes"] != record["state_bytes"]:
         fail(f"memory_analysis().alias_size_in_bytes of the compiled step in {STEP}",
              f"{record['state_bytes']} (every byte of params and opt_state)",
@@ -214,9 +237,13 @@ def test_batch_kept(obs):
     if record["error"] is not None:
         fail(STEP, "a new state and a loss", f"it raised {record['error']}")
     if any(record.get("batch_donated") or []) or record["batch_deleted"]:
-        fail(f"the batch after {STEP}", "still readable: the batch is not donated",
-             "the batch was donated" + (" and deleted" if record["batch_deleted"] else ""),
-             "donate argument 0 (the train state) only")
+        warned = record.get("warnings") or []
+        fail(f"the batch after {STEP}", "the batch not donated, and readable",
+             "the batch was donated (the lowered step's args_info)"
+             + (" and deleted" if record["batch_deleted"] else
+                ", and JAX warned: " + warned[0] if warned else ""),
+             "JAX could not reuse the batch's buffers, so it kept them; Validate fails on "
+             "that warning (stderr)" if warned and not record["batch_deleted"] else None)
     if not _step_donates(obs):
         _not_checked(f"the batch after {STEP}, while the train state is donated",
                      "the old train state was not deleted either, so a live batch says nothing "
@@ -231,8 +258,57 @@ def test_step_values(obs, seed):
         fail(STEP, "a new state and a loss", f"it raised {record['error']}")
     if not _close(record["loss"], ref["first_loss"]):
         fail(f"the loss returned by {STEP}", f"{ref['first_loss']:.5f}", _show(record["loss"]),
-             "return (new_train_state, loss), the loss of the params before the update")
+             "this is the loss of the params after the update" if _close(record["loss"], ref["after"][0])
+             else "the step returns (new_train_state, loss), the loss of the params before the update")
     wrong = _params_differ(record["new_params"], ref["first_params"])
     if wrong:
         fail(f"the new params returned by {STEP}", "one Adam update of every parameter",
              f"different values for {', '.join(wrong)}")
+
+
+SLACK = 64  # bytes a loop may hold beyond one state, the start copy and the losses (scalars)
+
+
+def _sizes(seed):
+    """``(train state bytes, params bytes)`` of the run the probe made."""
+    import jax
+
+    params, _ = make_inputs(seed)
+    with quiet():
+        state = (params, make_optimizer().init(params))
+    return (sum(int(leaf.nbytes) for leaf in jax.tree.leaves(state)),
+            sum(int(leaf.nbytes) for leaf in jax.tree.leaves(params)))
+
+
+@graded(2, "donation saves memory: train holds one train state")
+def test_memory_saved(obs, seed):
+    """Right after each step returns, `train` holds (live arrays beyond its caller's) one
+    train state, the `start_params` copy and the losses so far, and at most
+    :data:`SLACK` bytes more; and nothing `train` donates goes unused (JAX's warning "Some
+    donated buffers were not usable", which Validate fails on, beyond what the step's own
+    donation of the batch raises, a check of its own)."""
+    record = _train(obs)
+    state_bytes, params_bytes = _sizes(seed)
+    held = record.get("held") or []
+    if not held:
+        fail(f"what {TRAIN} holds right after each step", "one train state",
+             "not checked: train took no step through the step make_train_step returned, "
+             "so what it holds between steps was not seen")
+    for k, (arrays, nbytes) in enumerate(held, 1):
+        expected = state_bytes + params_bytes + 4 * k
+        if nbytes - expected > SLACK:
+            fail(f"what {TRAIN} holds right after step {k} returned (live arrays beyond its caller's)",
+                 f"about {expected} bytes: one train state ({state_bytes}), the start_params "
+                 f"copy ({params_bytes}) and {k} float32 loss(es), at most {SLACK} bytes more",
+                 f"{nbytes} bytes in {arrays} arrays, {nbytes - expected} more"
+                 + (" (one whole train state more)" if nbytes - expected == state_bytes else ""),
+                 f"what a donating loop holds, and how it is measured: {LIFETIMES}")
+    step_warnings = set(obs["step"].get("warnings") or [])
+    extra = [w for w in record.get("warnings") or [] if w not in step_warnings]
+    if extra:
+        fail(f"JAX's warnings while {TRAIN}", "none: every donated buffer used",
+             f"JAX warned: {extra[0]}",
+             "a buffer donated to a jitted function that no output can take is kept, not "
+             "reused, so donating it saves nothing (the lesson 'jit with donate_argnums', "
+             "section 'Donation is permission, not a guarantee'); in the notebook the "
+             "warning goes to stderr, and Validate fails")

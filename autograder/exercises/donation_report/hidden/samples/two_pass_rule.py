@@ -1,0 +1,46 @@
+import re
+
+import jax
+
+# One item of the alias map: "{output index}: (parameter number, {...}, kind)".
+# The output index is empty, "{}", when the step returns a single array.
+ALIAS_ITEM = re.compile(r"\{([0-9, ]*)\}: \((\d+), \{[0-9, ]*\}, [a-z-]+\)")
+
+
+def header_entry(compiled, key):
+    """The text of `key={...}` in the compiled module's header ('' if absent)."""
+    header = compiled.as_text().splitlines()[0]
+    start = header.find(key + "={")
+    if start < 0:
+        return ""
+    depth, i = 0, header.index("{", start)
+    while True:
+        depth += {"{": 1, "}": -1}.get(header[i], 0)
+        if depth == 0:
+            return header[start:i + 1]
+        i += 1
+
+
+def donation_report(fn, state, *args):
+    # Predicts JAX's pairing: first outputs of exactly a leaf's shape and dtype, in
+    # output order; then any leaf left goes to an unclaimed output of its byte size.
+    outs = [(jax.tree_util.keystr(p), o) for p, o in
+            jax.tree_util.tree_flatten_with_path(jax.eval_shape(fn, state, *args))[0]]
+    flat = jax.tree_util.tree_flatten_with_path(state)[0]
+    lands = {}
+    for p, o in outs:
+        for i, (_, leaf) in enumerate(flat):
+            if i not in lands and (leaf.shape, leaf.dtype) == (o.shape, o.dtype):
+                lands[i] = p
+                break
+    for i, (_, leaf) in enumerate(flat):
+        if i not in lands:
+            lands[i] = next((p for p, o in outs if p not in lands.values()
+                             and o.size * o.dtype.itemsize == leaf.nbytes), None)
+    leaves = [{"path": jax.tree_util.keystr(path), "shape": tuple(leaf.shape),
+               "dtype": str(leaf.dtype), "nbytes": int(leaf.nbytes),
+               "aliased": lands[i] is not None, "output": lands[i]}
+              for i, (path, leaf) in enumerate(flat)]
+    return {"leaves": leaves,
+            "aliased_bytes": sum(e["nbytes"] for e in leaves if e["aliased"]),
+            "total_bytes": sum(e["nbytes"] for e in leaves)}
