@@ -44,11 +44,20 @@ def _modules(name):
             f"autograder.exercises.{name}.probe", f"autograder.exercises.{name}.hidden.tests"]
 
 
+def _forget(module):
+    """Remove the names ``module``'s code defined: ``importlib.reload`` runs the new code in
+    the old namespace, so a hidden test deleted from the file would still be graded."""
+    for key in [k for k in vars(module) if not k.startswith("__")]:
+        delattr(module, key)
+
+
 def _load(name):
     """Import (again) the modules of ``name``: None, or why they cannot be imported."""
     try:
         for module in _modules(name):
             if module in sys.modules:
+                if module.endswith(".hidden.tests"):  # its names are the checks:
+                    _forget(sys.modules[module])  # one removed must not stay
                 importlib.reload(sys.modules[module])
             else:
                 importlib.import_module(module)

@@ -47,10 +47,12 @@ def free_privileged_port() -> int:
 
 
 class Hub:
-    """``make hub`` in its own process group; ``start()``, ``stop()``, ``url(path)``."""
+    """``make hub`` in its own process group; ``start()``, ``stop()``, ``url(path)``.
+    ``repo``: the checkout it runs from; ``make``: its command line there."""
 
-    def __init__(self, root: Path, env: dict):
+    def __init__(self, root: Path, env: dict, repo: Path = REPO, make=("make", "hub")):
         self.root, self.env, self.proc = root, env, None
+        self.repo, self.make = repo, list(make)
         self.public = f"http://localhost:{env['PORT']}"  # make hub: HUB_DOMAIN localhost
         self.log_path = root / "hub.log"
 
@@ -62,7 +64,7 @@ class Hub:
         service answer through the proxy, as a user waits for it)."""
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(["make", "hub"], cwd=REPO, env=self.env, stdout=log,
+        self.proc = subprocess.Popen(self.make, cwd=self.repo, env=self.env, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + WAIT_S
         said = f"==> the course hub is running: {self.public}/"
@@ -121,9 +123,10 @@ def _alive(group: int) -> bool:
 
 
 @contextlib.contextmanager
-def running_hub(accounts, released_course, root, **extra):
+def running_hub(accounts, released_course, root, repo=REPO, make=("make", "hub"), **extra):
     """``make hub`` with free ports, this run's groups and a fresh course in ``root``;
-    ``extra`` sets more of its environment (``GRADER_JOBS="0"``: an API-only grader)."""
+    ``extra`` sets more of its environment (``GRADER_JOBS="0"``: an API-only grader);
+    ``repo`` and ``make``: as :class:`Hub` takes them."""
     _, groups = accounts
     course = root / "course"
     shutil.copytree(released_course, course)
@@ -137,7 +140,7 @@ def running_hub(accounts, released_course, root, **extra):
                GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
                HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
     env.update(extra)
-    hub = Hub(root, env)
+    hub = Hub(root, env, repo, make)
     try:
         hub.start()
         yield hub
