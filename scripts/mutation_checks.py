@@ -35,7 +35,7 @@ MUTATIONS = {
                      'return os.environ.setdefault("JUPYTER_TOKEN", secrets.token_urlsafe(24))')],
                    ["tests/book/test_serve.py::test_choosing_a_token_changes_no_environment"]),
     "grader-never-starts": ("the grading service is a process that never answers", "scripts/serve.py",
-                            [('"-m", "autograder.service", "--host", HOST, "--port", grader_port()]',
+                            [('"-m", "autograder.service", "--host", HOST, "--port", grader_port(),\n                *local[0]]',
                               '"-c", "import time; time.sleep(20)"]')], [SERVE_TEST]),
     "server-chatter": ("the servers' logs go to the terminal", "scripts/serve.py",
                        [("stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT",
