@@ -18,13 +18,13 @@ late result from an expired lease is discarded.
 
 Claims pick the oldest queued row of a learner who holds no running lease: a
 learner's submissions are graded one at a time, so one learner never holds two
-grading slots while others wait. On PostgreSQL the claim locks its row with
-``SELECT ... FOR UPDATE SKIP LOCKED`` (rows being claimed by another worker are
-skipped, not waited for) under a transaction-level advisory lock (claims are
-milliseconds; serialising them is what makes the one-slot-per-learner rule
-exact). On SQLite every write transaction is ``BEGIN IMMEDIATE`` (one writer
-at a time), with a rollback journal and ``synchronous=FULL``. Times are UNIX seconds from the
-machine's clock: machines sharing a database need synchronised clocks (NTP),
+grading slots while others wait. On PostgreSQL claims take turns under one
+transaction-level advisory lock (``pg_advisory_xact_lock``): a claim ranks the
+claimable rows and moves the first to ``running`` by an ``UPDATE ... WHERE`` it is
+still claimable (claims are milliseconds; serialising them is what makes the
+one-slot-per-learner rule exact). On SQLite every write transaction is
+``BEGIN IMMEDIATE`` (one writer at a time), with a rollback journal and
+``synchronous=FULL``. Times are UNIX seconds from the machine's clock: machines sharing a database need synchronised clocks (NTP),
 to well within the lease.
 
 Every statement goes through SQLAlchemy Core, so the same code runs on both
