@@ -38,14 +38,32 @@ from autograder import judge, sandbox
 from autograder.results import GradingResult
 
 
+# What decides a grade, under autograder/: the exercises' hidden tests, probes and
+# requirement rows, the sandbox, the judge and what it reads and writes. The service,
+# the class views, Gradescope's packaging and the command line are not: editing them
+# neither changes a learner's random inputs nor regrades anyone.
+GRADING_CODE = ("exercises", "sandbox", "judge.py", "feedback.py", "notebook.py",
+                "pipeline.py", "results.py", "requirements.py")
+
+
+def grading_files():
+    """The ``.py`` files :func:`grader_digest` hashes (:data:`GRADING_CODE`, sample
+    answers in the exercises' ``hidden/samples/`` left out), sorted paths."""
+    root = Path(__file__).resolve().parent
+    found = []
+    for name in GRADING_CODE:
+        path = root / name
+        found += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return sorted(p for p in found if "samples" not in p.relative_to(root).parts)
+
+
 @functools.lru_cache(maxsize=1)
 def grader_digest():
-    """Hash of the grader's own code: a changed test or probe regrades everything
-    (sample answers, in the exercises' ``hidden/samples/``, are not the grader's code)."""
+    """Hash (hex) of the code that decides a grade (:func:`grading_files`): a changed test,
+    probe or judge gives every submission new inputs and regrades it."""
     h, root = hashlib.sha256(), Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
-        if "samples" not in path.relative_to(root).parts:
-            h.update(path.read_bytes())
+    for path in grading_files():
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()
 
 

@@ -128,6 +128,20 @@ def test_the_digest_is_what_is_graded():
     assert pipeline.seed_for(digest) == int(digest[:8], 16)
 
 
+def test_the_seed_hashes_only_the_code_that_decides_a_grade():
+    """Every exercise's hidden tests and probe, the sandbox and the judge are hashed;
+    the service, its pages, Gradescope's packaging and sample answers are not."""
+    files = {p.relative_to(pipeline.Path(pipeline.__file__).parent).as_posix()
+             for p in pipeline.grading_files()}
+    for name in ("judge.py", "sandbox/learner.py", "sandbox/supervisor.py", "feedback.py"):
+        assert name in files
+    for exercise in ("update_with_donate", "donation_report", "fix_training_loop",
+                     "silent_donation"):
+        assert {f"exercises/{exercise}/hidden/tests.py", f"exercises/{exercise}/probe.py"} <= files
+    assert not [f for f in files if f.startswith("service/") or "samples" in f.split("/")]
+    assert "gradescope.py" not in files and "defaults.py" not in files
+
+
 class Keeps(pipeline.Held):
     """A sink that already holds a result for the digests in ``done``."""
 
