@@ -107,6 +107,10 @@ RECORDED = "best"
 """Which graded submission is a learner's grade: ``best`` or ``latest`` (see
 ``autograder/service/recorded.py`` for why best is the default)."""
 
+HUB_AUTHS = ("pam", "lti")
+"""How people sign in under ``make hub``: PAM (the machine's accounts, the default) or an
+LTI 1.3 launch from a learning-management system (``deploy/hub/lti_sign_in.py``)."""
+
 VISIBILITIES = ("visible", "after_published")
 """Gradescope visibilities a hidden test's entry may have for learners."""
 
@@ -212,6 +216,11 @@ SETTINGS = (
             "in to the hub as instructors", env=("HUB_INSTRUCTORS_GROUP",)),
     Setting("HUB_ADMINS", "", "comma-separated user names of the hub's admins (they see the "
             "class too)", env=("HUB_ADMINS",), default_text="none"),
+    Setting("HUB_AUTH", "pam", "how people sign in to the hub (make hub): 'pam' with an "
+            "account of the machine; 'lti' by a launch from the LMS (LTI_ISSUER, "
+            "LTI_CLIENT_ID, LTI_AUTHORIZE_URL, LTI_JWKS_URL, LTI_DEPLOYMENT_ID), each member "
+            "getting a system user on first launch, see deploy/hub/lti_sign_in.py",
+            env=("HUB_AUTH",), choices=HUB_AUTHS),
     # the notebooks' submit cell (make serve and make hub set these for it)
     Setting("GRADER_LEARNER", "", "who the submit cell submits as", env=("GRADER_LEARNER",),
             default_text="the hub's user, else the operating-system user"),
@@ -285,6 +294,14 @@ SETTINGS = (
             "lineitems claim)", env=("LTI_LINEITEMS_URL",), default_text="none"),
     Setting("LTI_MEMBERSHIPS_URL", "", "the course's NRPS memberships URL (its launches' "
             "context_memberships_url claim)", env=("LTI_MEMBERSHIPS_URL",), default_text="none"),
+    Setting("LTI_AUTHORIZE_URL", "", "the LMS's OIDC authorization URL, where a launch "
+            "sends the browser from the hub's login initiation (HUB_AUTH=lti)",
+            env=("LTI_AUTHORIZE_URL",), default_text="none"),
+    Setting("LTI_JWKS_URL", "", "the LMS's public key set (JWKS) URL, whose keys sign its "
+            "launches (HUB_AUTH=lti)", env=("LTI_JWKS_URL",), default_text="none"),
+    Setting("LTI_DEPLOYMENT_ID", "", "the deployment id the LMS gave this tool (its launches' "
+            "deployment_id claim; HUB_AUTH=lti)", env=("LTI_DEPLOYMENT_ID",),
+            default_text="none"),
     Setting("LTI_KEY_FILE", "", "the tool's "
             "private RSA key (PEM; made, mode 0600, when missing)", env=("LTI_KEY_FILE",),
             default_text="lti-tool-key.pem in HUB_STATE"),
@@ -319,7 +336,8 @@ SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_B
 CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The grading settings of ``python -m autograder``."""
 LTI = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_TOKEN_URL", "LTI_LINEITEMS_URL",
-       "LTI_MEMBERSHIPS_URL", "LTI_KEY_FILE", "LTI_PRIVATE_KEY")
+       "LTI_MEMBERSHIPS_URL", "LTI_KEY_FILE", "LTI_PRIVATE_KEY", "LTI_AUTHORIZE_URL",
+       "LTI_JWKS_URL", "LTI_DEPLOYMENT_ID")
 """The LMS's registration of this tool (environment only: the hub, the service and every
 worker read the same variables; ``autograder/service/lti_tool.py``)."""
 GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")

@@ -9,7 +9,8 @@ package.json) on http://HOST:PORT; behind the proxy
 * ``/user/<name>/``: each learner's JupyterLab (``course_spawner.py``), as the
   learner's own system user when the hub runs as root.
 
-Sign-in: JupyterHub's PAMAuthenticator (the machine's accounts). Learners are
+Sign-in (``HUB_AUTH``): ``lti``, a launch from the LMS (``lti_sign_in.py``), or by
+default ``pam``, JupyterHub's PAMAuthenticator (the machine's accounts). Learners are
 the members of the system group ``$HUB_LEARNERS_GROUP`` (default
 ``course-learners``), instructors of ``$HUB_INSTRUCTORS_GROUP`` (default
 ``course-instructors``), who also become the hub group ``instructors`` the
@@ -38,7 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))  # course_spawner
+sys.path.insert(0, str(HERE))  # course_spawner, lti_sign_in
 sys.path.insert(0, str(REPO))  # autograder.defaults
 import course_spawner  # noqa: E402
 from autograder.defaults import hub_public_url, hub_setting as setting  # noqa: E402
@@ -78,13 +79,36 @@ c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setting('PROXY_API_PORT')}
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 
 # -- sign-in -------------------------------------------------------------------
-c.JupyterHub.authenticator_class = "pam"
-c.PAMAuthenticator.allowed_groups = {LEARNERS, INSTRUCTORS}
-c.Authenticator.manage_groups = True  # hub group 'instructors' follows the system group
+AUTH = setting("HUB_AUTH")
+LTI_NEEDS = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_AUTHORIZE_URL", "LTI_JWKS_URL", "LTI_DEPLOYMENT_ID")
+if AUTH == "pam":
+    c.JupyterHub.authenticator_class = "pam"
+    c.PAMAuthenticator.allowed_groups = {LEARNERS, INSTRUCTORS}
+elif AUTH == "lti":
+    # a launch from the LMS (lti_sign_in.py); its system user is made on the first launch
+    missing = [n for n in LTI_NEEDS if not setting(n)]
+    if missing:
+        sys.exit(f"==> HUB_AUTH=lti needs the LMS's registration: set {', '.join(missing)}")
+    import lti_sign_in  # noqa: E402
+    c.JupyterHub.authenticator_class = lti_sign_in.LTISignIn
+    c.LTISignIn.issuer = setting("LTI_ISSUER")
+    c.LTISignIn.client_id = {setting("LTI_CLIENT_ID")}
+    c.LTISignIn.authorize_url = setting("LTI_AUTHORIZE_URL")
+    c.LTISignIn.jwks_endpoint = setting("LTI_JWKS_URL")
+    c.LTISignIn.deployment_id = setting("LTI_DEPLOYMENT_ID")
+else:
+    sys.exit(f"==> HUB_AUTH={AUTH}: say pam or lti")
+c.Authenticator.manage_groups = True  # hub groups follow the system groups or the LMS's roles
 
 
 def _groups(authenticator, handler, authentication):
-    """The hub groups of a user who signed in: 'instructors' for the system group."""
+    """The hub groups of a user who signed in (the one place they are decided): under PAM
+    'instructors' for members of the system group; under LTI the launch's roles
+    (``lti_sign_in.hub_groups``: 'instructors', 'learners')."""
+    if AUTH == "lti":
+        launch = authentication.get("auth_state") or {}
+        authentication["groups"] = lti_sign_in.hub_groups(launch.get(lti_sign_in.ROLES))
+        return authentication
     name = authentication["name"]
     try:
         members = grp.getgrnam(INSTRUCTORS).gr_mem

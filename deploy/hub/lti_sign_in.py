@@ -1,0 +1,173 @@
+"""Sign-in to the hub by an LTI 1.3 launch from a learning-management system
+(``make hub`` with ``HUB_AUTH=lti``; ``jupyterhub_config.py`` sets it up).
+
+JupyterHub's own ``jupyterhub-ltiauthenticator`` (1.6.3, ``ltiauthenticator.lti13``)
+runs the OIDC launch: the LMS posts a login initiation to ``/hub/lti13/oauth_login``,
+the hub sends the browser to the LMS's authorization URL (``LTI_AUTHORIZE_URL``) with a
+state and a nonce kept in encrypted cookies, and the LMS posts a signed ``id_token``
+back to ``/hub/lti13/oauth_callback``. The library checks there the state, the
+signature against the LMS's key set (``LTI_JWKS_URL``), ``iss`` (``LTI_ISSUER``),
+``aud`` and ``azp`` (``LTI_CLIENT_ID``), ``exp``, ``iat`` no older than 10 minutes, the
+nonce against the cookie, the LTI version and the claims the spec requires.
+
+What 1.6.3 does not check, added here (:meth:`LaunchCallback.decode_and_validate_launch_request`):
+
+* the ``deployment_id`` claim against ``LTI_DEPLOYMENT_ID`` (the library reads none);
+* the message type: only ``LtiResourceLinkRequest`` (the library also takes a deep-linking
+  request, which asks the tool for a reply this course does not give);
+* a replayed launch: the library's nonce is the hash of a cookie it clears after the
+  callback, but nothing on the server remembers it, so the same ``id_token`` posted again
+  with the same cookies (a captured request) signed in again. Each nonce is kept here
+  until its token expires and taken once.
+
+What this module decides besides (:class:`LTISignIn`):
+
+* the user name is :func:`autograder.service.lti_tool.user_name` of the launch's ``iss``
+  and ``sub`` (``lti-`` and 20 base32 characters): stable, a valid Unix name, the one the
+  grading service's LMS roster uses, never the display name or e-mail (which a member
+  can change, and which could name another account of the machine);
+* the system user is made on the first launch (JupyterHub's
+  ``LocalAuthenticator.create_system_users``, its ``adduser`` command), so each learner's
+  server runs as their own system user, as under PAM;
+* LTI roles to hub groups (:func:`hub_groups`), applied by the config's one post-auth hook;
+* the page a launch opens: the launch's signed ``target_link_uri`` claim when it is a
+  path of this hub (:func:`own_path`), so a resource link can open one exercise's page.
+"""
+from __future__ import annotations
+
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+from jupyterhub.auth import LocalAuthenticator
+from jupyterhub.handlers import BaseHandler
+from ltiauthenticator.lti13.auth import LTI13Authenticator
+from ltiauthenticator.lti13.error import IncorrectValueError, LoginError
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from tornado.web import HTTPError
+from traitlets import Bool, Unicode, default
+
+from autograder.service.lti_tool import user_name
+
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+ROLES = CLAIM + "roles"
+MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
+INSTITUTION = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"
+# LTI 1.3, appendix A.2: context (membership) roles; a sub-role is
+# membership/<Role>#<SubRole>, e.g. membership/Instructor#TeachingAssistant (Canvas' TA).
+INSTRUCTOR_ROLES = {f"{MEMBERSHIP}#Instructor", f"{MEMBERSHIP}#TeachingAssistant",
+                    f"{MEMBERSHIP}/Instructor#TeachingAssistant"}
+LEARNER_ROLES = {f"{MEMBERSHIP}#Learner"}
+# A.2.2: institution roles, used only when a launch carries no context role: Canvas
+# sends a person's institution roles in every course, so a teacher elsewhere who is a
+# learner here must not become an instructor here.
+INSTITUTION_INSTRUCTOR = {INSTITUTION + "Instructor", INSTITUTION + "Faculty"}
+INSTITUTION_LEARNER = {INSTITUTION + "Student", INSTITUTION + "Learner"}
+OWN_PREFIXES = ("/hub/", "/services/", "/user/")
+"""Paths a launch may open after sign-in: the hub's, the course's services', a user's server's."""
+
+
+def hub_groups(roles) -> list[str]:
+    """The hub groups of a launch's ``roles`` (its roles claim, a list of URIs): ``instructors``
+    for Instructor or TeachingAssistant, ``learners`` for Learner (context roles; the
+    institution's Instructor/Faculty or Student/Learner only when it has no context role)."""
+    roles = set(roles or ())
+    context = {r for r in roles if r.startswith(MEMBERSHIP)}
+    if context:
+        instructor = bool(context & INSTRUCTOR_ROLES) or any(
+            r.startswith(f"{MEMBERSHIP}/Instructor#") for r in context)
+        learner = bool(context & LEARNER_ROLES) or any(
+            r.startswith(f"{MEMBERSHIP}/Learner#") for r in context)
+    else:
+        instructor, learner = bool(roles & INSTITUTION_INSTRUCTOR), bool(roles & INSTITUTION_LEARNER)
+    return (["instructors"] if instructor else []) + (["learners"] if learner else [])
+
+
+def own_path(url: str, host: str) -> str | None:
+    """``url`` as a path of this hub (host ``host``), query kept, or None when it is another
+    host's, not under :data:`OWN_PREFIXES`, or could be read as another host's
+    (``//evil``, a backslash)."""
+    if not url or "\\" in url:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("", "http", "https") or (parts.netloc and parts.netloc != host):
+        return None
+    if not parts.path.startswith(OWN_PREFIXES) or parts.path.startswith("//"):
+        return None
+    return urlunsplit(("", "", parts.path, parts.query, ""))
+
+
+class LaunchCallback(LTI13CallbackHandler):
+    """The library's callback (``/hub/lti13/oauth_callback``) with the checks it lacks
+    (see the module) and the page a launch opens. Every refusal is an HTTPError JupyterHub
+    shows as its error page (400; 401 for a wrong audience), never a traceback."""
+
+    seen_nonces: dict = {}
+    """nonce -> the ``exp`` of the launch that used it (one hub process: one dict)."""
+
+    _launch = None
+
+    def decode_and_validate_launch_request(self):
+        """The library's checks, then the deployment, the message type and the nonce
+        taken once. Raises IncorrectValueError (a ValidationError, which the library's
+        ``post`` turns into HTTP 400) for a launch refused here."""
+        id_token = super().decode_and_validate_launch_request()
+        deployment = id_token.get(CLAIM + "deployment_id")
+        if deployment != self.authenticator.deployment_id:
+            raise IncorrectValueError(f"this launch is for deployment {deployment!r}, "
+                                      "not this course's")
+        kind = id_token.get(CLAIM + "message_type")
+        if kind != "LtiResourceLinkRequest":
+            raise IncorrectValueError(f"a {kind} launch is not taken here (only "
+                                      "LtiResourceLinkRequest)")
+        now = time.time()
+        seen = type(self).seen_nonces
+        for nonce in [n for n, exp in seen.items() if exp < now]:
+            del seen[nonce]  # expired tokens are refused by their exp anyway
+        if id_token["nonce"] in seen:
+            raise IncorrectValueError("this launch was used already: launch again from the course")
+        seen[id_token["nonce"]] = float(id_token["exp"])
+        self._launch = id_token
+        return id_token
+
+    def get_next_url(self, user=None):
+        """The launch's signed ``target_link_uri`` when it is a path of this hub, else
+        JupyterHub's default (the course site); the unsigned ``next`` the library kept from
+        the login initiation is not used."""
+        target = (self._launch or {}).get(CLAIM + "target_link_uri", "")
+        return own_path(target, self.request.host) or BaseHandler.get_next_url(self, user)
+
+
+class LTISignIn(LTI13Authenticator, LocalAuthenticator):
+    """LTI13Authenticator with system users (LocalAuthenticator), the user name of
+    :func:`autograder.service.lti_tool.user_name`, the deployment id it checks, and who may
+    enter: a launch with a Learner or Instructor role (:func:`hub_groups`)."""
+
+    callback_handler = LaunchCallback
+
+    deployment_id = Unicode(
+        "", config=True, help="The deployment id the LMS gave this tool; launches of any "
+        "other deployment are refused.")
+
+    @default("create_system_users")
+    def _create_system_users(self):
+        return True  # each learner's server runs as their own system user
+
+    allow_all = Bool(True, config=True, help="Anyone the LMS launches with a course role "
+                     "enters (the launch's signature is the check; roles: authenticate).")
+
+    def get_username(self, token):
+        """``lti-...`` of the launch's ``iss`` and ``sub``; raises LoginError (HTTP 400) for
+        a launch without ``sub`` (an anonymous launch names nobody)."""
+        if not token.get("sub"):
+            raise LoginError("the launch names no user (no sub claim)")
+        return user_name(token["iss"], token["sub"])
+
+    async def authenticate(self, handler, data=None):
+        """The library's authentication model (``auth_state``: the launch's claims, among
+        them the LMS's display name ``name``); raises HTTPError 403 for a launch with
+        neither a Learner nor an Instructor role."""
+        model = await super().authenticate(handler, data)
+        if not hub_groups((data or {}).get(ROLES)):
+            raise HTTPError(403, "this course takes launches of its learners and instructors "
+                            "only (the launch has neither role)")
+        return model
