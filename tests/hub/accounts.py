@@ -77,3 +77,29 @@ def kill_user(name):
                 proc.kill()
             except psutil.Error:
                 pass
+
+
+def hub_users(hub):
+    """``{name: [hub group, ...]}`` of every user in the hub's own database (its state folder)."""
+    import sqlite3
+    db = sqlite3.connect(f"file:{hub.env['HUB_STATE']}/jupyterhub.sqlite?mode=ro", uri=True)
+    try:
+        users = {name: [] for (name,) in db.execute("SELECT name FROM users")}
+        for name, group in db.execute("SELECT users.name, groups.name FROM users JOIN "
+                                      "user_group_map ON users.id = user_group_map.user_id JOIN "
+                                      "groups ON groups.id = user_group_map.group_id"):
+            users[name].append(group)
+    finally:
+        db.close()
+    return users
+
+
+def remove_launched(hub):
+    """Remove the system users sign-in by LTI launch made (``lti-...``) for ``hub``'s users."""
+    for name in hub_users(hub):
+        if name.startswith("lti-"):
+            try:
+                pwd.getpwnam(name)
+            except KeyError:
+                continue
+            remove_account(Account(name, ""))

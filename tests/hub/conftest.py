@@ -15,8 +15,10 @@ import secrets
 
 import pytest
 
-from tests.hub.accounts import add_account, add_group, more_learners, remove_account, remove_group
+from tests.hub.accounts import (add_account, add_group, more_learners, remove_account,
+                                remove_group, remove_launched)
 from tests.hub.running import Signed, running_hub
+from tests.lti.platform import Platform
 
 
 @pytest.fixture(scope="package")
@@ -53,6 +55,33 @@ def hub(accounts, released_course, tmp_path_factory):
     """The running hub (``make hub`` with free ports and this run's groups)."""
     with running_hub(accounts, released_course, tmp_path_factory.mktemp("hub")) as running:
         yield running
+
+
+@pytest.fixture(scope="package")
+def lti_platform():
+    """An LMS on loopback (tests/lti/platform.py) for sign-in by launch; the hub's key set
+    is not needed for launches (the platform signs, the hub checks)."""
+    made = Platform(tool_jwks={"keys": []})
+    yield made
+    made.stop()
+
+
+@pytest.fixture(scope="package")
+def lti_hub(accounts, released_course, tmp_path_factory, lti_platform):
+    """``make hub`` with ``HUB_AUTH=lti`` and the platform's registration, as the README
+    says; the platform knows the hub's login initiation and redirect URIs. The system users
+    launches made are removed afterwards (:func:`remove_launched`)."""
+    root = tmp_path_factory.mktemp("lti-hub")
+    p = lti_platform
+    with running_hub(accounts, released_course, root, HUB_AUTH="lti", LTI_ISSUER=p.url,
+                     LTI_CLIENT_ID=p.client_id, LTI_AUTHORIZE_URL=p.url + "/authorize",
+                     LTI_JWKS_URL=p.url + "/jwks", LTI_DEPLOYMENT_ID=p.deployment_id) as running:
+        p.register_tool_login(running.url("/hub/lti13/oauth_login"),
+                              running.url("/hub/lti13/oauth_callback"))
+        try:
+            yield running
+        finally:
+            remove_launched(running)
 
 
 @pytest.fixture

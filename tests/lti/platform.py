@@ -11,6 +11,18 @@ request's assertion must have ``aud`` = the token URL, ``iss`` = ``sub`` = the c
 an unexpired ``exp``, and a ``jti`` never seen before; a score needs a token with the
 score scope, for a member of the course, with a timestamp not older than the result's.
 
+Launches (sign-in at a tool, LTI 1.3 and the IMS Security Framework's OIDC flow):
+:meth:`Platform.register_tool_login` names the tool's login initiation URL and registers
+its redirect URI; :meth:`Platform.launch_page` prepares a launch and gives the page a
+member opens in the LMS (``/launch/<n>``), which posts the login initiation form to the
+tool as an LMS does. The tool answers with a redirect to ``/authorize``, where the
+platform checks the authorization request (``client_id``, a registered ``redirect_uri``,
+the ``login_hint`` and ``lti_message_hint`` it gave, the OIDC parameters) and posts the
+``id_token`` (signed by lti1p3platform's launch message classes) and ``state`` to the
+redirect URI. A launch may be made bad on purpose (``bad=``): ``"forged"`` (signed by
+another key under the platform's key id), ``"expired"``, ``"audience"`` (for another
+client id). :attr:`Platform.posted` keeps every id_token form posted.
+
 Controls for the tests: :meth:`Platform.stop` / :meth:`Platform.start` (down and up again
 on the same port), :attr:`Platform.fail_scores` (the next N score posts answer 503),
 :attr:`Platform.score_delay` (seconds each score post takes before it is taken).
@@ -18,6 +30,7 @@ on the same port), :attr:`Platform.fail_scores` (the next N score posts answer 5
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from datetime import datetime
@@ -25,10 +38,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
+from html import escape
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwcrypto.jwk import JWK
 from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract
+from lti1p3platform.message_launch import MessageLaunchAbstract
 from lti1p3platform.registration import Registration
 
 SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
@@ -36,6 +51,7 @@ LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+BAD_LAUNCHES = ("forged", "expired", "audience")
 
 
 def _pem():
@@ -53,6 +69,44 @@ class _Config(LTI1P3PlatformConfAbstract):
 
     def get_registration_by_params(self, **kwargs):
         return self._registration
+
+
+class _Forger(Registration):
+    """The platform's registration signing with another private key, under the platform's
+    key id: a token only the signature check can tell from a real one."""
+
+    def __init__(self, real, private_pem):
+        super().__init__()
+        self.__dict__.update(real.__dict__)
+        self._real_kid = real.get_kid()
+        self.set_platform_private_key(private_pem)
+
+    def get_kid(self):
+        return self._real_kid
+
+
+class _Request:
+    """What lti1p3platform's message classes read of a request: its query and form."""
+
+    def __init__(self, get_data, form_data=None):
+        self.get_data, self.form_data = get_data, form_data or {}
+
+
+class _ResourceLinkLaunch(MessageLaunchAbstract):
+    """lti1p3platform's resource link launch, its form rendered as an LMS's auto-posting page."""
+
+    def render_launch_form(self, launch_data, **kwargs):
+        return _autopost(launch_data["launch_url"], {"id_token": launch_data["id_token"],
+                                                     "state": launch_data["state"]})
+
+
+def _autopost(action, fields):
+    """An HTML page that posts ``fields`` to ``action`` on load, as LMSs send launches."""
+    inputs = "".join(f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
+                     for k, v in fields.items())
+    return (f'<!doctype html><html><body><form id="go" method="post" action="{escape(action)}">'
+            f'{inputs}</form><script>document.getElementById("go").submit()</script>'
+            '</body></html>')
 
 
 class Platform:
@@ -82,6 +136,10 @@ class Platform:
         self.fail_scores = 0
         self.scores_begun = 0  # score requests received (taken or not)
         self.score_delay = 0.0
+        self.tool_login_url = None
+        self.redirect_uris = set()
+        self.launches = {}  # n -> the launch prepared (user, name, roles, target, bad)
+        self.posted = []  # every id_token form posted to the tool: {"id_token", "state"}
         self.server = self.port = None
         self.start()
         self.registration.set_iss(self.url)
@@ -123,6 +181,66 @@ class Platform:
         with self.lock:
             return {(self.lineitems[item]["resourceId"], user): score["scoreGiven"]
                     for (item, user), score in self.results.items()}
+
+    # -- launches ------------------------------------------------------------------
+    def register_tool_login(self, login_url, redirect_uri):
+        """The tool's OIDC login initiation URL and its one redirect (launch) URI."""
+        self.tool_login_url = login_url
+        self.redirect_uris.add(redirect_uri)
+
+    def launch_page(self, user_id, name, role=LEARNER, target=None, bad=None):
+        """Prepare a launch of ``user_id`` (display ``name``, ``role``) opening ``target``
+        (the target_link_uri), made bad as ``bad`` says (:data:`BAD_LAUNCHES`); the URL of
+        the LMS's page that starts it."""
+        assert bad in (None, *BAD_LAUNCHES), bad
+        with self.lock:
+            number = len(self.launches) + 1
+            self.launches[number] = {"user": user_id, "name": name, "roles": [role],
+                                     "target": target, "bad": bad}
+        return f"{self.url}/launch/{number}"
+
+    def _login_form(self, number):
+        """The login initiation an LMS posts to the tool (Security Framework 5.1.1.1)."""
+        launch = self.launches[number]
+        fields = {"iss": self.url, "login_hint": launch["user"], "lti_message_hint": str(number),
+                  "target_link_uri": launch["target"], "client_id": self.client_id,
+                  "lti_deployment_id": self.deployment_id}
+        return _autopost(self.tool_login_url, fields)
+
+    def _authorize(self, query):
+        """Check the tool's authorization request (Security Framework 5.1.1.2) and answer it
+        with the launch (5.1.1.3): the page posting id_token and state. Raises ValueError
+        saying why a request is refused."""
+        wanted = {"response_type": "id_token", "scope": "openid", "response_mode": "form_post",
+                  "prompt": "none", "client_id": self.client_id}
+        wrong = [k for k, v in wanted.items() if query.get(k) != v]
+        if wrong:
+            raise ValueError(f"authorization request with wrong {', '.join(wrong)}")
+        if query.get("redirect_uri") not in self.redirect_uris:
+            raise ValueError(f"redirect_uri {query.get('redirect_uri')!r} is not registered")
+        try:
+            launch = self.launches[int(query.get("lti_message_hint", ""))]
+        except (KeyError, ValueError):
+            raise ValueError("no such launch (lti_message_hint)") from None
+        if query.get("login_hint") != launch["user"]:
+            raise ValueError("login_hint is not the launch's user")
+        registration = self.registration
+        if launch["bad"] == "forged":
+            registration = _Forger(self.registration, _pem()[0])
+        message = _ResourceLinkLaunch(_Request(query), _Config(registration=registration))
+        message.set_user_data(launch["user"], launch["roles"], full_name=launch["name"])
+        message.set_resource_link_claim(f"link-{query['lti_message_hint']}", title="JAX donation")
+        message.set_launch_context_claim("course-1", context_title="JAX donation",
+                                         context_label="JAX")
+        message.set_launch_url(launch["target"])
+        if launch["bad"] == "expired":
+            message.set_id_token_expiration(-120)  # issued now, expired two minutes ago
+        if launch["bad"] == "audience":
+            message.set_extra_claims({"aud": "another-tool", "azp": "another-tool"})
+        page = message.lti_launch()
+        with self.lock:
+            self.posted.append(dict(re.findall(r'name="(id_token|state)" value="([^"]*)"', page)))
+        return page
 
     # -- the checks lti1p3platform 0.1.8 does not make ------------------------------
     def check_assertion(self, assertion):
@@ -167,7 +285,10 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _answer(self, status, data=None, content_type="application/json"):
-        body = b"" if data is None else json.dumps(data).encode()
+        if content_type == "text/html":
+            body = data.encode()
+        else:
+            body = b"" if data is None else json.dumps(data).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -195,6 +316,14 @@ class _Handler(BaseHTTPRequestHandler):
         p, path = self.platform, urlsplit(self.path)
         query = {k: v[0] for k, v in parse_qs(path.query).items()}
         parts = path.path.strip("/").split("/")
+        if parts[0] == "launch" and len(parts) == 2 and parts[1].isdigit() \
+                and int(parts[1]) in p.launches:
+            return self._answer(200, p._login_form(int(parts[1])), "text/html")
+        if parts == ["authorize"]:
+            try:
+                return self._answer(200, p._authorize(query), "text/html")
+            except ValueError as exc:
+                return self._refuse(400, str(exc))
         if parts == ["jwks"]:
             jwk = Registration.get_jwk(p.public_pem)
             return self._answer(200, {"keys": [dict(jwk, kid=p.kid)]})
