@@ -4,7 +4,8 @@ initiation to the hub, the hub sends the browser to the platform's authorization
 platform posts a signed id_token back, as Canvas or Moodle do. A learner becomes the
 system user ``lti-...`` of their ``iss`` and ``sub`` (made on the first launch, the same at
 the next), an instructor joins the hub group ``instructors``, a resource link opens its
-exercise's page, and forged, expired, replayed and wrong-audience launches sign nobody in."""
+exercise's page, and forged, expired, replayed, wrong-audience, other-deployment and
+deep-linking launches sign nobody in."""
 from __future__ import annotations
 
 import pwd
@@ -91,8 +92,10 @@ def test_a_resource_link_to_another_host_opens_the_course_not_that_host(browser,
     page, status, _ = launch(browser, lti_platform, lti_hub, "learner-3",
                              target="http://evil.example" + EXERCISE_PAGE)
     assert status == 302
+    page.wait_for_url(re.compile(re.escape(lti_hub.url("/services/course/"))), timeout=WAIT_MS)
+    # another host's link is ignored whole: the course's own page, not that path on this hub
     assert urlsplit(page.url).netloc == urlsplit(lti_hub.url("/")).netloc
-    assert "evil" not in page.url
+    assert urlsplit(page.url).path != EXERCISE_PAGE and "evil" not in page.url
     page.context.close()
 
 
@@ -100,6 +103,9 @@ def test_a_resource_link_to_another_host_opens_the_course_not_that_host(browser,
     ("forged", 400, "Signature verification failed"),
     ("expired", 400, "Signature has expired"),
     ("audience", 401, "Audience doesn't match"),
+    # the checks jupyterhub-ltiauthenticator 1.6.3 does not make (deploy/hub/lti_sign_in.py)
+    ("deployment", 400, "not this course's"),
+    ("deep_linking", 400, "only LtiResourceLinkRequest"),
 ])
 def test_a_bad_launch_signs_nobody_in_and_says_why(browser, lti_hub, lti_platform, bad, status,
                                                    says):

@@ -21,7 +21,8 @@ the ``login_hint`` and ``lti_message_hint`` it gave, the OIDC parameters) and po
 ``id_token`` (signed by lti1p3platform's launch message classes) and ``state`` to the
 redirect URI. A launch may be made bad on purpose (``bad=``): ``"forged"`` (signed by
 another key under the platform's key id), ``"expired"``, ``"audience"`` (for another
-client id). :attr:`Platform.posted` keeps every id_token form posted.
+client id), ``"deployment"`` (for another deployment), ``"deep_linking"`` (an
+``LtiDeepLinkingRequest``). :attr:`Platform.posted` keeps every id_token form posted.
 
 Controls for the tests: :meth:`Platform.stop` / :meth:`Platform.start` (down and up again
 on the same port), :attr:`Platform.fail_scores` (the next N score posts answer 503),
@@ -51,7 +52,8 @@ LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
-BAD_LAUNCHES = ("forged", "expired", "audience")
+LTI = "https://purl.imsglobal.org/spec/lti/claim/"
+BAD_LAUNCHES = ("forged", "expired", "audience", "deployment", "deep_linking")
 
 
 def _pem():
@@ -237,6 +239,17 @@ class Platform:
             message.set_id_token_expiration(-120)  # issued now, expired two minutes ago
         if launch["bad"] == "audience":
             message.set_extra_claims({"aud": "another-tool", "azp": "another-tool"})
+        if launch["bad"] == "deployment":
+            message.set_extra_claims({LTI + "deployment_id": "another-deployment"})
+        if launch["bad"] == "deep_linking":  # with the claims a deep-linking request has
+            message.set_extra_claims({
+                LTI + "message_type": "LtiDeepLinkingRequest",
+                LTI + "tool_platform": {"guid": "loopback-lms", "name": "Loopback LMS"},
+                LTI + "launch_presentation": {"document_target": "window"},
+                "https://purl.imsglobal.org/spec/lti-dl/claim/deep_linking_settings": {
+                    "deep_link_return_url": self.url + "/deep_link_return",
+                    "accept_types": ["ltiResourceLink"],
+                    "accept_presentation_document_targets": ["window"]}})
         page = message.lti_launch()
         with self.lock:
             self.posted.append(dict(re.findall(r'name="(id_token|state)" value="([^"]*)"', page)))
