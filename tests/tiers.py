@@ -34,6 +34,7 @@ FIXTURES = {
     "tests.service.conftest.worker": {"service"},
     "tests.service.conftest.postgres": {"postgres"},
     "tests.hub.conftest.hub": {"hub", "book"},  # make hub builds the site first
+    "tests.hub.conftest.lti_hub": {"hub", "book"},  # the same, signing in by LTI launch
 }
 
 # node id prefix (a folder, a module, or a test) -> tiers of what it starts in its body

@@ -84,14 +84,14 @@ def hub_groups(roles) -> list[str]:
 
 def own_path(url: str, host: str) -> str | None:
     """``url`` as a path of this hub (host ``host``), query kept, or None when it is another
-    host's, not under :data:`OWN_PREFIXES`, or could be read as another host's
-    (``//evil``, a backslash)."""
+    host's, not under :data:`OWN_PREFIXES` (so never ``//evil``, which browsers read as a
+    host), or holds a backslash (which browsers read as a slash)."""
     if not url or "\\" in url:
         return None
     parts = urlsplit(url)
     if parts.scheme not in ("", "http", "https") or (parts.netloc and parts.netloc != host):
         return None
-    if not parts.path.startswith(OWN_PREFIXES) or parts.path.startswith("//"):
+    if not parts.path.startswith(OWN_PREFIXES):
         return None
     return urlunsplit(("", "", parts.path, parts.query, ""))
 
