@@ -7,8 +7,9 @@ A front door gives :func:`grade_all` a *source*, where hand-ins come from, and a
 - the command line (:mod:`autograder.__main__`): :class:`autograder.files.Files`
   (paths and an exercise, or an nbgrader tree) into
   :class:`autograder.files.ResultsFolder` (``<name>/results.json``, ``summary.csv``);
-- the grading service's threads (:mod:`autograder.service.grading`): one stored
-  row into the store;
+- the grading service's threads and workers (:mod:`autograder.service.grading`) have
+  no batch: each claims one stored row and grades it with :func:`grade_one`, the unit
+  :func:`grade_all` runs for every hand-in, in a process prepared once;
 - Gradescope's ``run_autograder`` (:mod:`autograder.gradescope`): an upload,
   with its one-file rule, into ``results/results.json``.
 
@@ -176,9 +177,7 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
             return fault(sub.exercise, prepared, hex_digest)
         slot = free.get()
         try:
-            return grade(sub, limits, slot, hex_digest, source.hide)
-        except Exception as exc:  # a grader fault must still give this learner a result
-            return fault(sub.exercise, exc, hex_digest)
+            return grade_one(sub, limits, slot, hex_digest, source.hide)
         finally:
             free.put(slot)
 
@@ -196,6 +195,20 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
             progress.graded(sub, result)
     sink.close()
     return refused
+
+
+def grade_one(sub, limits, slot, hex_digest=None, hide=()):
+    """The :class:`GradingResult` of one loaded submission, graded on sandbox ``slot``:
+    the unit every front door grades with (the command line's and Gradescope's batch
+    loop, :func:`grade_all`; the service's threads and workers, one stored row at a
+    time). Never raises: a grader fault gives an ``error`` result whose ``fault`` keeps
+    the traceback. ``hex_digest`` defaults to :func:`digest`; the process has been
+    prepared once (:func:`prepare`)."""
+    hex_digest = hex_digest or digest(sub, limits)
+    try:
+        return grade(sub, limits, slot, hex_digest, hide)
+    except Exception as exc:  # a grader fault must still give this learner a result
+        return fault(sub.exercise, exc, hex_digest)
 
 
 def grade(sub, limits, slot, hex_digest, hide=()):

@@ -25,7 +25,7 @@ import traceback
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import load, pipeline
+from autograder import load, pipeline, sandbox
 from autograder.exercises import current
 from autograder.exercises import names as exercise_names
 from autograder.service.out_of_date import DEADLINES_MARK
@@ -46,33 +46,21 @@ def lms_client():
     return Client(registration, private_key_pem()) if registration.can_post else None
 
 
-class StoredRow:
-    """A claimed row as :func:`autograder.pipeline.grade_all`'s source: its stored notebook
-    bytes, loaded as they are (no file is written). The service's zygote imports
-    every exercise when it starts (:func:`autograder.service.config.start_grading`);
-    naming the row's exercise here starts a new one when its probe changed on disk
-    since (:meth:`autograder.sandbox.Zygote.launch`)."""
-
-    hide, private = (), None
-
-    def __init__(self, row):
-        self.row = row
-
-    def exercises(self):
-        return [self.row["exercise"]]
-
-    def submissions(self):
-        exercise = self.row["exercise"]
-        return [load.from_bytes(self.row["learner"], self.row["notebook"], exercise,
-                                f"{exercise}.ipynb")]
-
-
 def grade_row(row, limits, slot):
-    """The :class:`~autograder.results.GradingResult` for a claimed row (never raises:
-    a grader fault gives an ``error`` result whose ``fault`` holds the traceback)."""
-    held = pipeline.Held()
-    pipeline.grade_all(StoredRow(row), held, limits, slots=[slot])
-    return held.results[0]
+    """The :class:`~autograder.results.GradingResult` for a claimed row: its stored
+    notebook bytes loaded as they are (no file is written) and graded by
+    :func:`autograder.pipeline.grade_one`. The process prepared the sandbox once
+    (:func:`autograder.service.config.start_grading`); naming the row's exercise to the
+    zygote here starts a new one when its probe changed on disk since
+    (:meth:`autograder.sandbox.Zygote.launch`). Never raises: a grader fault gives an
+    ``error`` result whose ``fault`` holds the traceback."""
+    exercise = row["exercise"]
+    sub = load.from_bytes(row["learner"], row["notebook"], exercise, f"{exercise}.ipynb")
+    try:
+        sandbox.shared().launch([exercise])
+    except Exception as exc:  # the zygote could not start: a grader fault, said to the learner
+        return pipeline.fault(exercise, exc, pipeline.digest(sub, limits))
+    return pipeline.grade_one(sub, limits, slot)
 
 
 class Backoff:

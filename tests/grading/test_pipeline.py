@@ -302,3 +302,26 @@ def test_the_command_line_names_a_grader_fault_for_whoever_runs_it(capsys):
     assert line.startswith("ada: 0/") and " - the grader failed on this submission" in line
     assert line.endswith("[RuntimeError: no learner process can run here]")
     assert "no learner process" not in result.output
+
+
+def test_every_door_grades_one_submission_with_the_same_unit(fake):
+    """``grade_one`` is what the batch loop and the service's rows both call: the same
+    hand-in gives the same result through either, the service's row naming its exercise
+    to the zygote and preparing nothing else (the process did that once)."""
+    from autograder.service.grading import grade_row
+    sub = answer("ada")
+    held = pipeline.Held()
+    pipeline.grade_all(Source(sub, hide=()), held, LIMITS)
+    one = pipeline.grade_one(sub, LIMITS, 0)
+    row = grade_row({"exercise": ASSIGNMENT, "learner": "bob", "notebook": b"\xff"}, LIMITS, 0)
+    assert pipeline.digest(sub, LIMITS) == held.results[0].digest == one.digest
+    assert ({**held.results[0].to_record(), "seconds": 0} == {**one.to_record(), "seconds": 0})
+    assert fake.protected == [None] and fake.launched == [[ASSIGNMENT], [ASSIGNMENT]]
+    assert (row.exercise, row.status, row.fault) == (ASSIGNMENT, "unreadable", "")
+
+
+def test_one_submission_never_raises_on_a_grader_fault(fake):
+    fake.outcome = RuntimeError("the zygote died")
+    result = pipeline.grade_one(answer("ada"), LIMITS, 0)
+    assert (result.status, result.score) == ("error", 0)
+    assert "RuntimeError" in result.output and "the zygote died" in result.fault
