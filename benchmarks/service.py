@@ -16,6 +16,10 @@ submitted_at``: median, 95th percentile, maximum), and lost (accepted, never
 graded) and duplicated (more than one result) submissions, which must be 0;
 then, from the measured seconds per submission and slot, the latency a
 learner would see with N workers. Wall-clock seconds on this machine.
+
+Then the ratio the service is built to: a burst (every learner submits at once) graded by
+the largest worker count, beside ``python -m autograder --jobs N`` grading the same class
+(results per second each, measured one after the other; target 0.9 or more).
 """
 import argparse
 import json
@@ -106,15 +110,13 @@ def run(workers, learners, seconds, tmp):
             wait_up(None, procs[-1], wlog, "grading worker")
         time.sleep(5)  # the zygotes finish importing JAX
 
-        release = released_notebook(course)
+        sent = list(notebooks(course, learners).items())
         plan = sorted((random.uniform(0, seconds), i) for i in range(learners))
         accepted, refused, lock = {}, [], threading.Lock()
 
         def learner(at, i):
             time.sleep(max(0.0, start + at - time.monotonic()))
-            source = (SAMPLES / f"{EQUIVALENT[i % len(EQUIVALENT)]}.py").read_text()
-            body = {"exercise": EXERCISE, "learner": f"learner{i:04d}",
-                    "notebook": with_answer(release, f"# learner {i:04d}\n{source}")}
+            body = {"exercise": EXERCISE, "learner": sent[i][0], "notebook": sent[i][1]}
             try:
                 sub_id = call("POST", url + "/api/submissions", body)["id"]
             except OSError as exc:
@@ -178,6 +180,32 @@ def run(workers, learners, seconds, tmp):
         cluster.remove()
 
 
+def notebooks(course, learners):
+    """``{learner: notebook}``: learner ``i`` answers with one of :data:`EQUIVALENT`, in
+    turn, under a comment that makes every file's bytes (and so its digest) its own."""
+    release = released_notebook(course)
+    return {f"learner{i:04d}": with_answer(
+        release, f"# learner {i:04d}\n{(SAMPLES / f'{EQUIVALENT[i % len(EQUIVALENT)]}.py').read_text()}")
+        for i in range(learners)}
+
+
+def cli(jobs, learners, tmp):
+    """The command line's throughput (results per second, process start to exit) on the
+    same class, ``--jobs`` ``jobs``: the baseline of the service's burst."""
+    course = course_in(tmp, f"sqlite:///{tmp / 'gradebook.db'}")
+    folder = tmp / "class"
+    folder.mkdir()
+    for learner, nb in notebooks(course, learners).items():
+        (folder / f"{learner}.ipynb").write_text(json.dumps(nb))
+    start = time.monotonic()
+    subprocess.run([sys.executable, "-m", "autograder", str(folder), "--exercise", EXERCISE,
+                    "--out", str(tmp / "out"), "--jobs", str(jobs)], cwd=REPO, env=ENV,
+                   check=True, stdout=subprocess.DEVNULL)
+    span = time.monotonic() - start
+    graded = len(list((tmp / "out").rglob("results.json")))
+    return {"graded": graded, "throughput": graded / span, "span": span}
+
+
 def predict(per_slot, learners, seconds, n):
     """Median and maximum latency with ``n`` one-slot workers, from seconds per submission.
 
@@ -192,11 +220,27 @@ def predict(per_slot, learners, seconds, n):
     return worst / 2 + per_slot / 2, worst
 
 
+def ratio(n, learners):
+    """One line: the service's throughput on a burst (every learner submits at once,
+    ``n`` one-slot workers) over the command line's with ``--jobs n`` on the same class,
+    measured one after the other in this run. Target: at least 0.9."""
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
+        burst = run(n, learners, 0.0, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        base = cli(n, learners, Path(tmp))
+    return (f"burst of {learners}, {n} grading process(es): service {burst['throughput']:.2f}/s "
+            f"({burst['graded']} graded, lost {burst['lost']}, duplicated {burst['duplicated']}) "
+            f"vs python -m autograder --jobs {n} {base['throughput']:.2f}/s ({base['graded']} graded) "
+            f"= {burst['throughput'] / base['throughput']:.2f} x  [target >= 0.9]")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--learners", type=int, default=300)
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--no-ratio", dest="ratio", action="store_false",
+                   help="skip the burst beside the command line (their throughput ratio)")
     args = p.parse_args()
     print(f"# benchmarks/service.py on {os.cpu_count()} cores, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: {args.learners} learners "
@@ -213,6 +257,8 @@ def main():
               f"{r['grading_mean']:.2f} s each; full marks {r['full_marks_sampled']} sampled; "
               f"largest worker process tree {r['worker_rss_mib']:.0f} MiB",
               flush=True)
+    if args.ratio:
+        print(ratio(max(args.workers), args.learners), flush=True)
     best = max(results, key=lambda r: r["throughput"] / r["workers"])
     per_slot = best["workers"] / best["throughput"]
     print(f"seconds per submission and worker (from {best['workers']} worker(s)): {per_slot:.2f}")
