@@ -94,7 +94,7 @@ HUB_STATE ?= $(call default,HUB_STATE)
 # Its ports default to privileged ones (autograder/defaults.py: HUB_ENVIRONMENT), not
 # make serve's: PORT and GRADER_PORT are passed on only when set in the environment.
 # Sign-in: HUB_AUTH=pam (the default) or HUB_AUTH=lti with the LMS's LTI_* settings, read
-# from the environment as every other setting (README, "Sign-in from an LMS").
+# from the environment as every other setting (docs/lti.md, "Sign-in from an LMS").
 hub: book
 	@echo "==> starting JupyterHub (state in $(HUB_STATE); it says its URL once the course answers)"
 	@mkdir -p -m 0700 "$(HUB_STATE)"

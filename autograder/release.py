@@ -61,7 +61,7 @@ def refusal(exercise, source_ids, test_ids, released):
                 f"cell of the same grade_id in the source notebook and each graded cell a "
                 f"hidden test; only hidden tests: {', '.join(sorted(test_ids - source_ids)) or '-'}; "
                 f"only graded cells: {', '.join(sorted(source_ids - test_ids)) or '-'} "
-                "(README, \"Adding an exercise\")")
+                "(docs/exercises.md)")
     if released is None or not released[0] or released[1] == source_ids:
         return None
     added, removed = sorted(source_ids - released[1]), sorted(released[1] - source_ids)
@@ -72,7 +72,7 @@ def refusal(exercise, source_ids, test_ids, released):
             "assignment's graded cells once it has submissions. What you can do: change "
             "the points of existing checks (their @graded points in the hidden tests), "
             f"then make release and python -m autograder.service.regrade {exercise}; or "
-            "put the new check in a new exercise (README, \"Adding an exercise\"), and "
+            "put the new check in a new exercise (docs/exercises.md), and "
             "revert this one's source notebook and hidden tests.")
 
 

@@ -241,7 +241,8 @@ def test_the_submit_cell_finds_its_defaults_in_a_learners_home(tmp_path):
                            f"http://{defaults.HOST}:{defaults.GRADER_PORT}"]
 
 
-DOCS = ["README.md", "autograder/SERVICE.md", "deploy/README.md", "benchmarks/README.md"]
+DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")),
+        "autograder/SERVICE.md", "deploy/README.md", "benchmarks/README.md"]
 STATED = re.compile(r"`(--[a-z-]+|GRADER_[A-Z_]+)(?: [A-Z]+)?`\s*(?:\([^)]*?default\s+)?"
                     r"([0-9][0-9.]*)(\s*MiB)?")
 

@@ -1,8 +1,8 @@
-"""The README's layout table matches the tree: every path it names exists, and every
-folder of the repository and every module or package of the grader is named in it,
-so "where does X live?" has an answer a reader can trust; and conftest files
-hold only pytest hooks and fixtures, what tests share besides living in modules named
-for what they hold, which nothing imports from a conftest."""
+"""The layout tables match the tree: every path the README's one-screen table and
+docs/layout.md's full one name exists, and every top-level folder of the repository is
+in the README's, so "where does X live?" has an answer a reader can trust; and
+conftest files hold only pytest hooks and fixtures, what tests share besides living in
+modules named for what they hold, which nothing imports from a conftest."""
 from __future__ import annotations
 
 import ast
@@ -10,17 +10,21 @@ import glob
 import re
 import subprocess
 
+import pytest
+
 from tests.course import REPO
 
 # files at the root that explain themselves (configuration of tools, lock files)
 SELF_EXPLAINING = {".gitignore", "package.json", "package-lock.json", "pytest.ini",
                    "requirements.txt", "README.md", "Makefile", "__init__.py"}
+# the README's table is the layout in one screen; docs/layout.md names every module
+LAYOUTS = ["README.md", "docs/layout.md"]
 
 
-def layout_rows():
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
-    return [line for line in section.splitlines() if line.startswith("| `")]
+def layout_rows(doc="README.md"):
+    """The rows of ``doc``'s layout table (the lines that start ``| `path` ``)."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    return [line for line in text.splitlines() if line.startswith("| `")]
 
 
 def expand(path):
@@ -31,12 +35,13 @@ def expand(path):
     return [m.rstrip("/") for m in matches] or [path.rstrip("/")]
 
 
-def named_paths():
-    """Each backticked path in the table, resolved against its row's own first-column
-    folder (``pipeline.py`` in the ``autograder/`` row is ``autograder/pipeline.py``;
-    in a ``<exercise>/`` row, the same file in every exercise's folder)."""
+def named_paths(doc="README.md"):
+    """Each backticked path in ``doc``'s table, resolved against its row's own
+    first-column folder (``pipeline.py`` in the ``autograder/`` row is
+    ``autograder/pipeline.py``; in a ``<exercise>/`` row, the same file in every
+    exercise's folder)."""
     found = set()
-    for row in layout_rows():
+    for row in layout_rows(doc):
         first, rest = row.split(" | ", 1)
         heads = re.findall(r"`([^`]+)`", first)
         for head in heads:
@@ -53,17 +58,17 @@ def tracked():
     return out.stdout.split()
 
 
-def test_every_path_the_layout_names_exists():
-    missing = sorted(p for p in named_paths() if not (REPO / p).exists())
-    assert not missing, f"README's layout names paths that do not exist: {missing}"
+@pytest.mark.parametrize("doc", LAYOUTS)
+def test_every_path_the_layout_names_exists(doc):
+    assert layout_rows(doc), f"{doc} has no layout table"
+    missing = sorted(p for p in named_paths(doc) if not (REPO / p).exists())
+    assert not missing, f"{doc}'s layout names paths that do not exist: {missing}"
 
 
-def test_every_folder_and_grader_module_is_in_the_layout():
+def test_every_top_level_folder_is_in_the_readmes_layout():
+    """The one screen is complete at the top: a new folder gets its row."""
     named = named_paths()
-    files = tracked()
-    wanted = {f.split("/")[0] for f in files if "/" in f or f not in SELF_EXPLAINING}
-    wanted |= {"/".join(f.split("/")[:2]) for f in files
-               if f.startswith("autograder/") and f.split("/")[1] not in SELF_EXPLAINING}
+    wanted = {f.split("/")[0] for f in tracked() if "/" in f or f not in SELF_EXPLAINING}
     absent = sorted(w for w in wanted if not any(n == w or n.startswith(w + "/") for n in named))
     assert not absent, f"README's layout table does not say where these live: {absent}"
 

@@ -1,4 +1,4 @@
-"""JupyterHub configuration for a class: ``make hub`` (see README, "For a class").
+"""JupyterHub configuration for a class: ``make hub`` (see docs/deployment.md, "For a class").
 
 One machine: the hub and configurable-http-proxy (``node_modules``, from
 package.json) on http://HOST:PORT; behind the proxy

@@ -3,7 +3,7 @@
 The corpus (``agreement/``) holds answer cells modelled on instructors' bug
 reports, each put into the released ``update_with_donate`` notebook, plus a
 correct answer saved with a 24 MiB image output. Both graders run the way the
-README tells an instructor to, in a copy of the course's checkout (with
+docs/instructors.md tells an instructor to, in a copy of the course's checkout (with
 ``.venv`` beside it, as ``make`` leaves it): ``make release``'s
 ``nbgrader generate_assignment``, then ``cd exercises`` and
 ``nbgrader autograde`` and ``nbgrader export``, and
@@ -32,7 +32,7 @@ IMAGE_BYTES = 24 * 2**20  # base64 text of the saved PNG output
 
 
 def _env():
-    """The instructor's shell: the README's PATH prefix, and no PYTHONPATH."""
+    """The instructor's shell: docs/instructors.md's PATH prefix, and no PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PATH"] = f"../.venv/bin{os.pathsep}{env.get('PATH', '')}"
     return env

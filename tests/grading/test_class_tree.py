@@ -1,4 +1,4 @@
-"""The README's "grade a whole class": ``python -m autograder exercises/submitted --out
+"""docs/instructors.md's "grade a whole class": ``python -m autograder exercises/submitted --out
 grades`` from a checkout's root grades every exercise of every learner in nbgrader's
 tree (one ``grades/<learner>/<exercise>/results.json`` each, ``summary.csv`` with an
 exercise column), and ``--exercise`` picks one exercise's notebooks out of it."""

@@ -1,4 +1,4 @@
-"""Gradescope autograder zips: built as the README says, run as Gradescope runs them.
+"""Gradescope autograder zips: built as docs/gradescope.md says, run as Gradescope runs them.
 
 The zips come from ``make gradescope`` (one per exercise, default options)
 and, for the hostile corpus, from ``python -m autograder gradescope`` with
@@ -57,7 +57,7 @@ except OSError:
 
 @pytest.fixture(scope="module")
 def zips(tmp_path_factory):
-    """``{exercise: zip}`` from ``make gradescope``, as the README says to build them."""
+    """``{exercise: zip}`` from ``make gradescope``, as docs/gradescope.md says to build them."""
     out = tmp_path_factory.mktemp("gradescope")
     # -o: the venv these tests run in is installed; make must not reinstall it under them.
     proc = subprocess.run(["make", "-o", ".venv/.installed", "gradescope", f"GRADESCOPE_OUT={out}"],

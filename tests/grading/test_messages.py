@@ -77,11 +77,14 @@ def test_a_file_too_large_even_for_outputs_says_to_clear_them(released_course, t
                      result["output"]), result["output"]
 
 
-def test_the_readme_states_the_size_limits():
+def test_the_documentation_states_the_size_limits_the_loader_holds():
+    """docs/security.md tells instructors how large a notebook may be: load.py's limits."""
+    from autograder.load import MAX_SOURCE_BYTES
     from tests.course import REPO
 
-    readme = (REPO / "README.md").read_text()
-    assert "128 MiB" in readme and "20 MiB of code" in readme
+    text = " ".join((REPO / "docs" / "security.md").read_text().split())
+    assert f"a notebook file up to {MAX_FILE_BYTES // 2**20} MiB is read" in text
+    assert f"then up to {MAX_SOURCE_BYTES // 2**20} MiB of code is graded" in text
 
 
 def test_a_notebook_of_another_course_is_not_called_a_stub(tmp_path):

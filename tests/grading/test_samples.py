@@ -39,7 +39,7 @@ def graded(course, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def autograded(course):
-    """The sample class after the README's ``nbgrader autograde``."""
+    """The sample class after docs/instructors.md's ``nbgrader autograde``."""
     nbgrader(course, "autograde", ASSIGNMENT, "--create")
     return course
 

@@ -3,7 +3,7 @@
 Runs as root only (the hub signs people in with PAM and runs each learner's
 server as that learner's system user). The module creates system users of
 its own (two learners, one instructor, each with a random password) in
-system groups of its own, passed to the hub through the variables the README
+system groups of its own, passed to the hub through the variables docs/deployment.md
 lists, and removes them afterwards. The hub's state, the grading database and
 a freshly released copy of the course live in a temporary folder. The hub and
 its clients: tests/hub/running.py; the accounts: tests/hub/accounts.py.
@@ -68,7 +68,7 @@ def lti_platform():
 
 @pytest.fixture(scope="package")
 def lti_hub(accounts, released_course, tmp_path_factory, lti_platform):
-    """``make hub`` with ``HUB_AUTH=lti`` and the platform's registration, as the README
+    """``make hub`` with ``HUB_AUTH=lti`` and the platform's registration, as docs/lti.md
     says; the platform knows the hub's login initiation and redirect URIs. The system users
     launches made are removed afterwards (:func:`remove_launched`)."""
     root = tmp_path_factory.mktemp("lti-hub")

@@ -53,7 +53,7 @@ def graded_class(hub, accounts):
 
 
 def set_due(hub, when):
-    """The README's deadlines command, on the hub's course."""
+    """docs/instructors.md's deadlines command, on the hub's course."""
     subprocess.run([sys.executable, "-m", "autograder.service.deadlines", "--db", hub.env["GRADER_DB"],
                     "--course", hub.env["GRADER_COURSE"], "due", EXERCISE, when],
                    cwd=REPO, check=True, capture_output=True)

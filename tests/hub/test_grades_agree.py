@@ -18,7 +18,7 @@ EXERCISE = "donation_report"  # the other hub tests submit update_with_donate
 
 
 def _instructor_command(hub, module, *args):
-    """``python -m <module> ARGS`` as README's instructor runs it, on the hub's files."""
+    """``python -m <module> ARGS`` as docs/instructors.md runs it, on the hub's files."""
     done = subprocess.run([sys.executable, "-m", module, "--db", hub.env["GRADER_DB"],
                            "--course", hub.env["GRADER_COURSE"], *args],
                           cwd=REPO, env=nbgrader_env(), capture_output=True, text=True)

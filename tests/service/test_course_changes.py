@@ -1,7 +1,7 @@
 """An instructor changes a running course: hidden tests edited on disk, a late policy
 edited, a release after submissions, a backup while learners submit. Each change
 applies everywhere without a restart, or is refused before anything is touched, or
-is flagged until it applies (README "For instructors")."""
+is flagged until it applies (docs/instructors.md)."""
 import json
 import subprocess
 import sys
@@ -147,7 +147,7 @@ def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(tmp_path):
         due = _command(root, "autograder.service.deadlines", "--db", str(service.db),
                        "--course", str(service.course), "due", ASSIGNMENT, "2020-01-01 00:00")
         assert due.returncode == 0, due.stderr
-        time.sleep(5.5)  # the service reads new dates within 5 s (README)
+        time.sleep(5.5)  # the service reads new dates within 5 s (docs/instructors.md)
         late = service.submit("ada", answer)
         service.wait_done([late])
         service.settled_rows()

@@ -21,7 +21,7 @@ def _release(root, exercise):
 
 
 def _register(root):
-    """What README's "Adding an exercise" has an instructor do (the grader's folder, the
+    """What docs/exercises.md has an instructor do (the grader's folder, the
     source notebook, the name in NAMES), here by copying update_with_donate."""
     shutil.copytree(root / "autograder" / "exercises" / "update_with_donate",
                     root / "autograder" / "exercises" / NEW)
