@@ -125,11 +125,15 @@ gradescope: venv
 # a throwaway venv with JAX $(JAX) on $(DRIFT_PYTHON), compared with this build; it
 # prints same / changed / failed per rule, glued value and sample, and writes
 # book/drift_report.json (commit it: the lessons say from it where their rules held).
+# On a machine with a CUDA GPU the lessons run there (JAX's CUDA plugin in the venv) and
+# the report goes to book/drift_report_gpu.json; DRIFT_PLATFORM=cpu or gpu decides instead.
 JAX ?=
 DRIFT_PYTHON ?= $(call default,DRIFT_PYTHON)
+DRIFT_PLATFORM ?= auto
 drift: book
 	@test -n "$(JAX)" || { echo "==> say which JAX: make drift JAX=0.10.2"; exit 2; }
-	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)"
+	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)" \
+	  --platform "$(DRIFT_PLATFORM)"
 
 # A consistent copy of everything the course keeps, taken while it runs, and putting it
 # back (servers stopped): autograder/service/backup.py; GRADER_DB, GRADER_COURSE and
