@@ -7,7 +7,7 @@
 #   make test-fast  the fast tier only: no site build, browser, nbgrader kernel, grading
 #                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
-#   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule
+#   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule (on a CUDA GPU where there is one)
 #   make backup BACKUP=DIR / make restore BACKUP=DIR  everything the course keeps
 # .venv is made from Python 3.12 or newer: PYTHON=/path/to/python3.12 when given, else
 # the one scripts/find_python.sh finds (the PATH, then pyenv's). A .venv made from an
