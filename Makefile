@@ -7,7 +7,7 @@
 #   make test-fast  the fast tier only: no site build, browser, nbgrader kernel, grading
 #                command or server (under 90 s, random order); see pytest.ini's markers
 #   make gradescope  one Gradescope autograder zip per exercise, into $(GRADESCOPE_OUT)
-#   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule
+#   make drift JAX=0.10.2  the lessons and sample grades on another JAX, rule by rule (on a CUDA GPU where there is one)
 #   make backup BACKUP=DIR / make restore BACKUP=DIR  everything the course keeps
 # .venv is made from Python 3.12 or newer: PYTHON=/path/to/python3.12 when given, else
 # the one scripts/find_python.sh finds (the PATH, then pyenv's). A .venv made from an
@@ -125,11 +125,15 @@ gradescope: venv
 # a throwaway venv with JAX $(JAX) on $(DRIFT_PYTHON), compared with this build; it
 # prints same / changed / failed per rule, glued value and sample, and writes
 # book/drift_report.json (commit it: the lessons say from it where their rules held).
+# On a machine with a CUDA GPU the lessons run there (JAX's CUDA plugin in the venv) and
+# the report goes to book/drift_report_gpu.json; DRIFT_PLATFORM=cpu or gpu decides instead.
 JAX ?=
 DRIFT_PYTHON ?= $(call default,DRIFT_PYTHON)
+DRIFT_PLATFORM ?= auto
 drift: book
 	@test -n "$(JAX)" || { echo "==> say which JAX: make drift JAX=0.10.2"; exit 2; }
-	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)"
+	@JAX_PLATFORMS=cpu $(BIN)/python scripts/drift.py --jax "$(JAX)" --python "$(DRIFT_PYTHON)" \
+	  --platform "$(DRIFT_PLATFORM)"
 
 # A consistent copy of everything the course keeps, taken while it runs, and putting it
 # back (servers stopped): autograder/service/backup.py; GRADER_DB, GRADER_COURSE and

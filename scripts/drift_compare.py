@@ -135,14 +135,37 @@ def format_report(rows, old_jax, new_jax):
     return lines
 
 
+def on_gpu(report):
+    """Whether a saved report was made on a GPU (``platform``: what
+    ``jax.default_backend()`` said there; a report without one ran on the CPU)."""
+    return report.get("platform", "cpu") in ("gpu", "cuda", "rocm")
+
+
 def page_summary(report, page):
     """One sentence for lesson ``page`` from a saved report (``{"old_jax", "new_jax",
-    "python", "date", "rows"}``): on which JAX its rules were checked, and how they fared."""
+    "python", "date", "rows"}``, and ``platform``, ``device_kind`` where it recorded
+    them): on which JAX, and on a GPU which device, its rules were checked, and how
+    they fared. ``""`` when the report has no rule of the page."""
     rules = [r for r in report["rows"] if r["kind"] == "rule" and r["where"] == page]
     if not rules:
         return ""
     held = sum(r["status"] == SAME and r["old"] == "holds" for r in rules)
+    others = [r["id"] for r in rules if not (r["status"] == SAME and r["old"] == "holds")]
+    if on_gpu(report):
+        return _gpu_summary(report, rules, held)
     text = (f"The drift report of {report['date']} also ran them on JAX {report['new_jax']} "
             f"(Python {report['python']}): {held} of {len(rules)} held")
-    others = [r["id"] for r in rules if not (r["status"] == SAME and r["old"] == "holds")]
     return text + (f"; not: {', '.join(others)}." if others else ".")
+
+
+def _gpu_summary(report, rules, held):
+    """The sentence of a report made on a GPU: which rules held there, which did not,
+    and which were not reached (their cell did not run there)."""
+    device = report.get("device_kind") or report["platform"]
+    text = (f"On a GPU ({device}), the drift report of {report['date']} ran them on JAX "
+            f"{report['new_jax']}: {held} of {len(rules)} held there")
+    broke = [r["id"] for r in rules if r["status"] == CHANGED]
+    unreached = [r["id"] for r in rules if r["status"] == FAILED]
+    parts = ([f"did not hold: {', '.join(broke)}"] if broke else []) + (
+        [f"not reached: {', '.join(unreached)}"] if unreached else [])
+    return text + (f"; {'; '.join(parts)}." if parts else ".")

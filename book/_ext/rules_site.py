@@ -18,7 +18,9 @@ tests/book/test_prose_claims.py holds every behaviour sentence to one of the two
 
 Under each list it adds, from the last drift report (``book/drift_report.json``,
 committed by ``make drift``), on which other JAX the page's rules were checked and
-how many held there.
+how many held there; and, where a run on a GPU was made (``book/drift_report_gpu.json``,
+written by ``make drift`` on a machine with a CUDA GPU), on which GPU and which of the
+page's rules held there. Without that file the pages say nothing of a GPU.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ ARTEFACT = "_static/rules.json"
 NOTEBOOK_DIR = "_notebooks/lessons"  # where course_run.py writes the lesson notebooks
 LIST_DIRECTIVE = "```{glue:md} rules_asserted"
 DRIFT_REPORT = REPO / "book" / "drift_report.json"
+GPU_DRIFT_REPORT = REPO / "book" / "drift_report_gpu.json"  # only where a GPU run was made
 SECTION_ID = "what-this-page-asserts"
 EXPLANATION_MARK = "explanation, not checked"
 EXPLANATION_TITLE = "Explanation: why it happens, which no check on this page can carry"
@@ -78,17 +81,46 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
     if LIST_DIRECTIVE not in source[0]:
         raise ExtensionError(f"{docname}: the page does not show its rules "
                              f"({LIST_DIRECTIVE!r} ... ```)")
-    app.env.note_dependency(str(DRIFT_REPORT))  # a new report re-renders the sentence
+
+
+def reports_stamp() -> dict[str, str | None]:
+    """Each drift report's content hash, None where there is none (the GPU one)."""
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+            for path in (DRIFT_REPORT, GPU_DRIFT_REPORT)}
+
+
+def pages_of_changed_reports(app: Sphinx, env, added, changed, removed) -> list[str]:
+    """Every page that asserts rules, to be read again when a drift report appeared,
+    changed or went (a dependency on a file that is absent would re-read them on every
+    build, so the reports are compared here instead)."""
+    stamp = reports_stamp()
+    if getattr(env, "course_drift_reports", None) == stamp:
+        return []
+    env.course_drift_reports = stamp
+    return sorted(d for d in env.found_docs if asserts_rules(d) and d not in added | changed)
+
+
+def drift_sentences(docname: str) -> list[tuple[str, list[str]]]:
+    """(sentence, classes) for ``docname`` from each drift report there is: the last
+    one's (another JAX), then the GPU run's, if one was made."""
+    found = []
+    for path, classes in ((DRIFT_REPORT, ["course-drift"]), (GPU_DRIFT_REPORT, ["course-drift", "course-drift-gpu"])):
+        if path.is_file():
+            sentence = _drift_compare().page_summary(json.loads(path.read_text()), docname)
+            if sentence:
+                found.append((sentence, classes))
+    return found
 
 
 def add_drift_sentence(app: Sphinx, doctree, docname: str) -> None:
-    """The last drift report's sentence for this lesson, under its list of rules."""
-    if not asserts_rules(docname) or not DRIFT_REPORT.is_file():
+    """The drift reports' sentences for this lesson, under its list of rules."""
+    if not asserts_rules(docname):
         return
-    sentence = _drift_compare().page_summary(json.loads(DRIFT_REPORT.read_text()), docname)
+    sentences = drift_sentences(docname)
     for section in doctree.findall(nodes.section):
-        if SECTION_ID in section["ids"] and sentence:
-            section += nodes.paragraph(text=sentence, classes=["course-drift"])
+        if SECTION_ID in section["ids"]:
+            for sentence, classes in sentences:
+                section += nodes.paragraph(text=sentence, classes=classes)
 
 
 class rule_ref(nodes.inline):
@@ -195,6 +227,7 @@ def write_records(app: Sphinx, exception) -> None:
 
 def setup(app: Sphinx) -> dict:
     app.connect("source-read", check_source)
+    app.connect("env-get-outdated", pages_of_changed_reports)
     app.add_node(rule_ref, html=(lambda self, node: None, lambda self, node: None))
     app.add_role("rule", rule_role)
     app.add_role("explanation", explanation_role)

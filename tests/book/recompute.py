@@ -88,12 +88,15 @@ def donate_argnums_values() -> dict[str, str]:
         v["same_buffer_reason"] = str(err).split("INVALID_ARGUMENT: ")[1].split(" (")[0]
     v["same_buffer_intact"] = not p.is_deleted()
 
-    two = jax.jit(lambda p, g: (jnp.linalg.norm(g), p - 0.1 * g), donate_argnums=(0,))
-    v["multi_alias_map"] = entry(two.lower(p, g).compile(), "input_output_alias")
-    both_fit = jax.jit(lambda p, g: (p * 2, p - g), donate_argnums=(0,))
-    v["order_alias_map"] = entry(both_fit.lower(p, g).compile(), "input_output_alias")
-    t = jnp.ones((4, 6), jnp.float32)
-    v["reshape_alias_bytes"] = alias_bytes(jax.jit(lambda t: (t * 2).T, donate_argnums=0).lower(t).compile())
+    # the output that takes parameter 0, read from the compiled alias map (the page
+    # reads it from the buffers' addresses after a call)
+    def taker(fn):
+        m = re.search(r"\{(\d+)\}: \(0, ", entry(jax.jit(fn, donate_argnums=(0,)).lower(p, g).compile(),
+                                             "input_output_alias"))
+        return int(m.group(1)) if m else None
+
+    v["multi_taker"] = taker(lambda p, g: (jnp.linalg.norm(g), p - 0.1 * g))
+    v["order_taker"] = taker(lambda p, g: (p * 2, p - g))
 
     add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
     lengths = [32, 64, 32, 32, 64, 64, 32]
@@ -138,6 +141,8 @@ def state_tree_values() -> dict[str, str]:
     v["full_map"] = entry(same, "input_output_alias")
     v["full_alias_bytes"] = alias_bytes(same)
     v["full_state_bytes"] = nbytes
+    v["single_map"] = entry(jax.jit(lambda p, d: p - d, donate_argnums=0).lower(
+        jnp.ones(4, jnp.float32), jnp.ones(4, jnp.float32)).compile(), "input_output_alias")
 
     def with_loss(s, g):  # the loss is output 0, ahead of the new state's leaves
         return 0.5 * jnp.sum(g * g), _Tree(s.w - 0.1 * g, s.b + 1.0, s.step + 1)
@@ -175,6 +180,8 @@ def state_tree_values() -> dict[str, str]:
         return _Tree(s.w - 0.1 * g, s.b + 1.0, (s.step + 1).astype(jnp.float16))
 
     v["counter_half_bytes"] = alias_bytes(_compile(counter_half, tree, g))
+    table = jnp.ones((4, 6), jnp.float32)
+    v["reshape_alias_bytes"] = alias_bytes(jax.jit(lambda t: (t * 2).T, donate_argnums=0).lower(table).compile())
     return {k: str(x) for k, x in v.items()}
 
 
