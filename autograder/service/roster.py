@@ -63,7 +63,9 @@ def combine(students, points, hub=None, lms=None):
         return Roster(dict(sorted(learners.items())), frozenset(), exercises, points, names)
     instructors = frozenset(name for name, u in hub.items() if u["instructor"])
     learners = {name: False for name in [*students, *never] if name not in instructors}
-    learners.update({name: u["signed_in"] for name, u in hub.items() if not u["instructor"]})
+    # a launch signs in without a page view the hub counts as activity: launched is signed in
+    learners.update({name: u["signed_in"] or bool(lms.get(name, {}).get("launched"))
+                     for name, u in hub.items() if not u["instructor"]})
     return Roster(dict(sorted(learners.items())), instructors, exercises, points, names)
 
 

@@ -46,7 +46,8 @@ def test_the_class_page_shows_lms_names_and_never_launched_only_for_who_never_di
     never = lms_roster.remember(store, ISS, "s-3", "Cy Never", [LEARNER])  # NRPS only
     teacher = lms_roster.remember(store, ISS, "t-1", "Prof. T", [INSTRUCTOR])  # not a learner
     _graded(store, ada, "state alive")
-    hub = {ada: {"instructor": False, "signed_in": True}}  # a launch made the hub user
+    # a launch made the hub user; the hub counts no activity until a page is opened
+    hub = {ada: {"instructor": False, "signed_in": False}}
     course = roster.combine(*roster.read_gradebook(gradebook), hub, lms_roster.people(store))
     assert course.learners[ada] is True and course.learners[never] is False
     assert teacher not in course.learners
