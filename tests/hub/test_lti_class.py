@@ -97,6 +97,8 @@ def test_a_launch_replayed_after_the_hub_restarted_is_refused(lti_hub, lti_platf
     assert answer.status_code == 302 and "lti13authenticator-nonce-state" in sent["cookie"]
     lti_hub.stop()
     lti_hub.start()
+    # the same ports again (the platform registered them): another process may have taken one
+    assert "EADDRINUSE" not in lti_hub.log(), "a port of the hub was taken while it restarted"
     replay = requests.post(lti_hub.url(CALLBACK), data=sent["form"], allow_redirects=False,
                            timeout=120, headers={"Cookie": sent["cookie"]})
     assert replay.status_code == 400, (replay.status_code, replay.text[-2000:])
