@@ -99,8 +99,9 @@ class Class(_Instructors):
         for name in course.exercises:
             view.setdefault(name, {"max_score": course.points[name], "learners": {}, "checks": [],
                                    "recorded_rule": self.settings_.recorded})
-        learners = {who: {"signed_in": signed_in, "lms_name": course.names.get(who), "submitted": sorted(
-            name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions"))}
+        learners = {who: {"signed_in": signed_in, "submitted": sorted(
+            name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions")),
+            **({"lms_name": course.names[who]} if who in course.names else {})}
             for who, signed_in in course.learners.items()}
         exercises = await self.db(lambda: outbox.annotate(dict(sorted(view.items())), self.store))
         never = await self.db(lambda: lms_roster.never_launched(self.store))
