@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -242,9 +243,12 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
             self.log.warning("the launch of %s was not recorded in the course's LMS roster: %s",
                              user_name(claims.get("iss", ""), claims.get("sub", "")), exc)
 
+    _opening = threading.Lock()
+
     def _record(self, claims):
-        if self._store is None:
-            self._store = Store(self.grading_db)
+        with self._opening:  # launches at once (each in a thread): one engine, made once
+            if self._store is None:
+                self._store = Store(self.grading_db)
         lms_roster.launched(self._store, claims)
 
     async def authenticate(self, handler, data=None):
