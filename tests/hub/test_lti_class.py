@@ -1,15 +1,17 @@
 """A class signing in by LTI 1.3 launch under ``make hub`` (``HUB_AUTH=lti``), by plain HTTP:
 the LMS's pages (tests/lti/platform.py) are forms that post themselves, so a ``requests``
 session posts them as a browser would (one launch in Chromium: tests/hub/test_lti_launch.py).
-Thirty learners each become their own system user and are on the class page with their LMS
-name; a launch replayed after the hub restarted is still refused; /hub/login says to launch
+Thirty learners each become their own system user and are on the class page and in the
+class CSV with their LMS name; a launch replayed after the hub restarted is still refused; /hub/login says to launch
 from the LMS."""
 from __future__ import annotations
 
 import html
+import io
 import pwd
 import re
 from concurrent.futures import ThreadPoolExecutor
+from csv import DictReader
 
 import requests
 
@@ -86,6 +88,12 @@ def test_a_class_of_30_launches_and_is_on_the_class_page_with_lms_names(lti_hub,
     for name, shown in names.items():
         assert f'{name}</a> <span class="lms-name">{shown}</span>' in page.text
         assert f'{shown}</span> <span class="absent">(never launched)' not in page.text
+    csv = requests.get(lti_hub.url("/services/grader/api/class.csv"), headers=headers,
+                       timeout=300)
+    assert csv.ok
+    rows = list(DictReader(io.StringIO(csv.text)))
+    for name, shown in names.items():  # nbgrader's last_name, beside student_id
+        assert {r["last_name"] for r in rows if r["student_id"] == name} == {shown}
     teacher_name = user_name(lti_platform.url, "teacher-class")
     assert teacher_name not in roster and hub_users(lti_hub)[teacher_name] == ["instructors"]
 
