@@ -39,6 +39,21 @@ def ready() -> bool:
         answered("/services/course/book/intro.html", lambda s: s == 302)
 
 
+def running_message(public: str, auth: str) -> str:
+    """What ``make hub`` says once it answers: its URL and how people sign in (``auth``:
+    ``HUB_AUTH``); under LTI, the tool's URLs to register in the LMS."""
+    if auth != "lti":
+        return (f"==> the course hub is running: {public}/ (sign in with an account of this "
+                "machine; Ctrl-C stops it)")
+    return (f"==> the course hub is running: {public}/ (sign in by a launch from the LMS; "
+            "Ctrl-C stops it)\n"
+            "==> register the course in the LMS as an LTI 1.3 tool with:\n"
+            f"    login initiation URL: {public}/hub/lti13/oauth_login\n"
+            f"    redirect (launch) URL: {public}/hub/lti13/oauth_callback\n"
+            f"    public key set (JWKS) URL: {public}/services/grader/api/lti/jwks\n"
+            f"    target link URI: {public}/services/course/")
+
+
 def main() -> int:
     on_stop_signals()
     hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
@@ -49,8 +64,7 @@ def main() -> int:
             hub.send_signal(signal.SIGTERM)  # (a Ctrl-C reached it already; SIGTERM is the same)
             break
         if not said and ready():
-            print(f"==> the course hub is running: {hub_public_url()}/ (sign in with an account of "
-                  "this machine; Ctrl-C stops it)", flush=True)
+            print(running_message(hub_public_url(), hub_setting("HUB_AUTH")), flush=True)
             said = True
         elif not said and time.monotonic() > deadline:
             print(f"==> the course site or the grading service did not answer through the hub "

@@ -45,7 +45,7 @@ def render(data, site="../course/book/intro.html"):
         "</header><main><h1>The class</h1>" + _out_of_date(data.get("out_of_date", ())) +
         f'<nav aria-label="exercises"><ul class="toc">{toc}'
         '<li><a href="#progress">Progress across the course</a></li></ul></nav>'
-        f"{body}{_progress(data['progress'], list(exercises))}</main>"
+        f"{body}{_progress(data['progress'], list(exercises), data.get('names') or {})}</main>"
         '<script src="static/list.min.js"></script></body></html>')
 
 
@@ -135,7 +135,7 @@ def _row(r, max_score):
         ("short", r["recorded"] is None or r["recorded"] < (max_score or 0)),
         ("never-submitted", not r["submissions"]), ("never-signed-in", r["signed_in"] is False)) if on)
     return (f'<tr data-state="{state}"><th scope="row" class="learner">'
-            f'{_learner_link(r["learner"])}{_absent(r)}</th>'
+            f'{_learner_link(r["learner"], r.get("lms_name"))}{_absent(r)}</th>'
             f'<td class="recorded">{_num(r["recorded"])}</td><td class="best">{_num(r["best"])}</td>'
             f'<td class="latest">{_num(r["latest"])}</td>'
             f'<td class="submissions">{r["submissions"]}</td>'
@@ -144,8 +144,10 @@ def _row(r, max_score):
 
 
 def _absent(r):
-    """A note after the name of a learner who never signed in, or never submitted."""
-    words = ("never signed in" if r["signed_in"] is False else
+    """A note after the name of a learner who never signed in (an LMS member: never
+    launched the course from the LMS), or never submitted."""
+    words = (("never launched" if r.get("lms_name") else "never signed in")
+             if r["signed_in"] is False else
              "never submitted" if not r["submissions"] else "")
     return f' <span class="absent">({words})</span>' if words else ""
 
@@ -156,10 +158,10 @@ def _late(r):
     return f"late by {duration_words(r['late_seconds'])} (\u2212{_num(r['penalty'])})"
 
 
-def _progress(progress, exercises):
+def _progress(progress, exercises, names):
     heads = "".join(f'<th scope="col">{escape(n)}</th>' for n in exercises)
     rows = "".join(
-        f'<tr><th scope="row">{_learner_link(who)}</th>'
+        f'<tr><th scope="row">{_learner_link(who, names.get(who))}</th>'
         f'<td>{sum(c["done"] for c in p["exercises"].values())} / {len(exercises)}</td>'
         + "".join(_cell(p["exercises"].get(n)) for n in exercises)
         + f"<td>{_lessons(p['lessons'])}</td></tr>"
@@ -187,8 +189,10 @@ def utc(epoch):
     return datetime.fromtimestamp(epoch, timezone.utc)
 
 
-def _learner_link(name):
-    return f'<a href="./?learner={quote(name, safe="")}">{escape(name)}</a>'
+def _learner_link(name, lms_name=None):
+    """The learner's user name, a link to their history, and the LMS's name for them."""
+    shown = f' <span class="lms-name">{escape(lms_name)}</span>' if lms_name else ""
+    return f'<a href="./?learner={quote(name, safe="")}">{escape(name)}</a>{shown}'
 
 
 def _id(name):

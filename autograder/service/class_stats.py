@@ -42,7 +42,8 @@ def observation(output):
 
 
 def class_data(store, rule, deadlines=None, roster=None):
-    """``{"exercises": {name: {...}}, "progress": {learner: {...}}}`` (see :func:`_progress`).
+    """``{"exercises": {name: {...}}, "progress": {learner: {...}}, "names": {learner: the
+    LMS's display name}}`` (see :func:`_progress`).
 
     ``roster`` (:class:`~autograder.service.roster.Roster`, or None: whoever submitted):
     every learner of it has a row in every exercise, submitted or not, every released
@@ -51,7 +52,8 @@ def class_data(store, rule, deadlines=None, roster=None):
     Per exercise: ``max_score``, ``recorded_rule``, ``due`` (the course's due date,
     aware UTC datetime or None), ``learners`` (a list of rows, by name: ``learner``,
     ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool), ``signed_in``
-    (True, False: never signed in to the hub, None: not known),
+    (True, False: never signed in to the hub, None: not known), ``lms_name`` (the LMS's
+    display name, or None),
     ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
     failed checks: ``name``, ``output``)), ``checks`` (``name``, ``passed``,
     ``learners``, ``pass_rate``, ``groups``: ``[{"observation", "count",
@@ -69,7 +71,7 @@ def class_data(store, rule, deadlines=None, roster=None):
                                  times, deadlines, roster)
                  for name in sorted(set(view) | set(roster.exercises))}
     runs = {who: r for who, r in store.runs().items() if who not in roster.instructors}
-    return {"exercises": exercises, "progress": _progress(exercises, runs)}
+    return {"exercises": exercises, "progress": _progress(exercises, runs), "names": roster.names}
 
 
 def _untried(rule, points):
@@ -83,8 +85,8 @@ NOBODY = {"submissions": 0, "recorded": None, "best": None, "latest": None,
 
 def _exercise(name, ex, times, deadlines, roster):
     known = dict.fromkeys(roster.learners, NOBODY) | ex["learners"]
-    learners = [_learner(who, w, times.get((name, who), []), roster.learners.get(who))
-                for who, w in sorted(known.items())]
+    learners = [dict(_learner(who, w, times.get((name, who), []), roster.learners.get(who)),
+                     lms_name=roster.names.get(who)) for who, w in sorted(known.items())]
     groups = _groups(learners)
     checks = [dict(c, groups=groups.get(c["name"], [])) for c in ex["checks"]]
     return {"max_score": ex["max_score"], "recorded_rule": ex["recorded_rule"],

@@ -8,13 +8,15 @@
   each learner's latest and best score, the latest submission's feedback, and
   each check's pass rate over the learners' latest submissions; ``roster``:
   every learner of the course (:mod:`autograder.service.roster`) with
-  ``signed_in`` and the exercises they ``submitted``. Instructors' own
+  ``signed_in``, the exercises they ``submitted`` and, for an LMS's member, the LMS's
+  display name ``lms_name``. Instructors' own
   submissions count for no learner; ``out_of_date``: where recorded
   grades or the gradebook's penalties are out of date (:mod:`.out_of_date`).
 * ``GET <prefix>api/class.csv`` (instructors): nbgrader's own CSV export
   (:class:`nbgrader.plugins.export.CsvExportPlugin`, the columns of
   ``nbgrader export``) of the gradebook the service keeps in step, with every
-  hub learner enrolled as a student first and instructors' rows left out.
+  hub learner enrolled as a student first (an LMS member's display name as their
+  ``last_name``) and instructors' rows left out.
 
 * ``POST <prefix>api/runs`` ``{"lesson": name}``: the signed-in learner ran code
   on a lesson's page (recorded for them, shown in the class page's progress).
@@ -67,8 +69,8 @@ class _Instructors(Base):
 
     async def roster(self):
         """The course's :class:`~autograder.service.roster.Roster`: the gradebook's
-        students and exercises, and the hub's users (either left out, with a warning
-        in the log, when it cannot be read: the class views still answer)."""
+        students and exercises, the hub's users and the LMS's members (each left out,
+        with a warning in the log, when it cannot be read: the class views still answer)."""
         try:
             hub = await self.settings_.identity.users()
         except Exception as exc:
@@ -80,7 +82,12 @@ class _Instructors(Base):
         except Exception as exc:
             log.warning("the gradebook's students could not be read for the roster (%s)", exc)
             students, points = [], {}
-        return roster.combine(students, points, hub)
+        try:
+            lms = await self.db(lms_roster.people, self.store)
+        except Exception as exc:
+            log.warning("the LMS's members could not be read for the roster (%s)", exc)
+            lms = None
+        return roster.combine(students, points, hub, lms)
 
 
 class Class(_Instructors):
@@ -93,7 +100,8 @@ class Class(_Instructors):
             view.setdefault(name, {"max_score": course.points[name], "learners": {}, "checks": [],
                                    "recorded_rule": self.settings_.recorded})
         learners = {who: {"signed_in": signed_in, "submitted": sorted(
-            name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions"))}
+            name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions")),
+            **({"lms_name": course.names[who]} if who in course.names else {})}
             for who, signed_in in course.learners.items()}
         exercises = await self.db(lambda: outbox.annotate(dict(sorted(view.items())), self.store))
         never = await self.db(lambda: lms_roster.never_launched(self.store))
@@ -164,7 +172,7 @@ class ClassCsv(_Instructors):
     async def get(self):
         # the gradebook, not the grading threads: an API-only process (--jobs 0) has none
         url, course = self.application.settings["mirror"].url, await self.roster()
-        await self.db(roster.enroll, url, list(course.learners))
+        await self.db(roster.enroll, url, list(course.learners), course.names)
         text = _without(await self.db(gradebook_csv, url), course.instructors)
         self.set_header("Content-Type", "text/csv; charset=utf-8")
         self.set_header("Content-Disposition", 'attachment; filename="grades.csv"')

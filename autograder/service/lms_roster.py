@@ -12,10 +12,14 @@ import time
 
 from sqlalchemy import select, update
 
+from autograder.service import outbox
 from autograder.service.lti_tool import user_name
 from autograder.service.store import lti_people
 
 LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
+CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
+AGS = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+NRPS = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 
 
 def remember(store, issuer, sub, name=None, roles=(), launched=False, now=None):
@@ -31,6 +35,25 @@ def remember(store, issuer, sub, name=None, roles=(), launched=False, now=None):
                             .values(**values)).rowcount:
             conn.execute(lti_people.insert().values(learner=learner, **values))
     return learner
+
+
+def launched(store, claims, now=None):
+    """Record the member of a verified launch (``claims``: its id_token's claims, as the
+    hub's sign-in checked them) as launched, with the LMS's display name and roles, and
+    keep the course's AGS line items and NRPS memberships URLs it brings. Their learner id
+    (the hub user name). Raises KeyError for a launch without ``iss`` or ``sub``."""
+    name = claims.get("name") or " ".join(
+        n for n in (claims.get("given_name"), claims.get("family_name")) if n) or None
+    learner = remember(store, claims["iss"], claims["sub"], name, claims.get(CLAIM + "roles") or (),
+                       launched=True, now=now)
+    outbox.remember_context(store, lineitems=(claims.get(AGS) or {}).get("lineitems"),
+                            memberships=(claims.get(NRPS) or {}).get("context_memberships_url"))
+    return learner
+
+
+def names(store):
+    """``{learner: the LMS's display name}`` of every LMS member with one."""
+    return {learner: who["name"] for learner, who in people(store).items() if who["name"]}
 
 
 def people(store):

@@ -8,7 +8,12 @@ group: nobody else can sign in). Instructors are the hub group ``instructors``
 and the hub's admins; their own submissions (a test of an exercise) are no
 learner's. Released exercises are the gradebook's assignments (``nbgrader
 generate_assignment`` adds each).
+
+From an LMS (LTI 1.3, :mod:`autograder.service.lms_roster`): each member's display name
+(``names``, shown beside the user name), and the LMS's learners who never launched the
+course (no hub user yet) as learners who never signed in.
 """
+import re
 from dataclasses import dataclass, field
 
 from nbgrader.api import Gradebook
@@ -19,12 +24,14 @@ class Roster:
     """``learners``: ``{name: signed_in}`` (True, False: never signed in to the hub,
     None: no hub to ask); ``instructors``: names (frozenset); ``exercises``: the
     released exercises' names (tuple, sorted); ``points``: ``{exercise: max_score}``
-    as the gradebook has them (floats)."""
+    as the gradebook has them (floats); ``names``: ``{name: the LMS's display name}`` of
+    the LMS's members (the learners' and instructors' alike)."""
 
     learners: dict = field(default_factory=dict)
     instructors: frozenset = frozenset()
     exercises: tuple = ()
     points: dict = field(default_factory=dict)
+    names: dict = field(default_factory=dict)
 
     def learner_rows(self, rows):
         """``rows`` (the store's submissions, dicts with ``learner``) without instructors'."""
@@ -44,25 +51,49 @@ def read_gradebook(url):
         return [s.id for s in gb.students], {a.name: a.max_score for a in gb.assignments}
 
 
-def combine(students, points, hub=None):
-    """The :class:`Roster` of nbgrader's ``students``, the exercises of ``points`` and
-    the ``hub``'s users (None: no hub to ask)."""
-    exercises = tuple(sorted(points))
+def combine(students, points, hub=None, lms=None):
+    """The :class:`Roster` of nbgrader's ``students``, the exercises of ``points``, the
+    ``hub``'s users (None: no hub to ask) and the LMS's members (``lms``:
+    :func:`autograder.service.lms_roster.people`'s dict, or None)."""
+    exercises, lms = tuple(sorted(points)), lms or {}
+    names = {name: who["name"] for name, who in lms.items() if who.get("name")}
+    never = [name for name, who in lms.items() if not who["launched"] and _learner(who["roles"])]
     if hub is None:
-        return Roster({name: None for name in students}, frozenset(), exercises, points)
+        learners = dict.fromkeys([*students, *never])
+        return Roster(dict(sorted(learners.items())), frozenset(), exercises, points, names)
     instructors = frozenset(name for name, u in hub.items() if u["instructor"])
-    learners = {name: False for name in students if name not in instructors}
-    learners.update({name: u["signed_in"] for name, u in hub.items() if not u["instructor"]})
-    return Roster(dict(sorted(learners.items())), instructors, exercises, points)
+    learners = {name: False for name in [*students, *never] if name not in instructors}
+    # a launch signs in without a page view the hub counts as activity: launched is signed in
+    learners.update({name: u["signed_in"] or bool(lms.get(name, {}).get("launched"))
+                     for name, u in hub.items() if not u["instructor"]})
+    return Roster(dict(sorted(learners.items())), instructors, exercises, points, names)
 
 
-def enroll(url, names):
+def _learner(roles):
+    """Whether an LMS member of ``roles`` (LTI role URIs, or none known) is a learner."""
+    return not roles or any(r.endswith("#Learner") or r == "Learner" for r in roles)
+
+
+def enroll(url, names, lms_names=None):
     """Add each of ``names`` that nbgrader's gradebook at ``url`` lacks as a student
-    (so ``nbgrader export`` and the class CSV list every learner); returns the
+    (so ``nbgrader export`` and the class CSV list every learner), and give each learner
+    of ``lms_names`` (``{name: the LMS's display name}``) that name as nbgrader's
+    ``last_name`` (the CSV's column beside ``student_id``; :func:`csv_safe`); returns the
     names added (list)."""
+    lms_names = lms_names or {}
     with Gradebook(url) as gb:
-        known = {s.id for s in gb.students}
+        known = {s.id: s.last_name for s in gb.students}
         added = [name for name in names if name not in known]
-        for name in added:
-            gb.update_or_create_student(name)
+        for name in names:
+            shown = csv_safe(lms_names[name]) if lms_names.get(name) else None
+            if name in added or (shown and known.get(name) != shown):
+                gb.update_or_create_student(name, **({"last_name": shown} if shown else {}))
     return added
+
+
+def csv_safe(text):
+    """``text`` (an LMS's display name: a member may choose it) fit for a cell of
+    ``nbgrader export``'s CSV, which joins cells with commas unquoted: commas, quotes and
+    line breaks become spaces, and a leading ``= + - @`` (a spreadsheet formula) is dropped."""
+    text = " ".join(re.sub(r'[,"\r\n\t]', " ", str(text)).split())
+    return text.lstrip("=+-@ ") or None

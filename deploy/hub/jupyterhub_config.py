@@ -96,18 +96,22 @@ elif AUTH == "lti":
     c.LTISignIn.authorize_url = setting("LTI_AUTHORIZE_URL")
     c.LTISignIn.jwks_endpoint = setting("LTI_JWKS_URL")
     c.LTISignIn.deployment_id = setting("LTI_DEPLOYMENT_ID")
+    c.LTISignIn.nonce_file = str(STATE / "lti-nonces.json")  # a replay after a restart: refused
+    c.LTISignIn.grading_db = setting("GRADER_DB")  # where a launch records its member
 else:
     sys.exit(f"==> HUB_AUTH={AUTH}: say pam or lti")
 c.Authenticator.manage_groups = True  # hub groups follow the system groups or the LMS's roles
 
 
-def _groups(authenticator, handler, authentication):
+async def _groups(authenticator, handler, authentication):
     """The hub groups of a user who signed in (the one place they are decided): under PAM
     'instructors' for members of the system group; under LTI the launch's roles
-    (``lti_sign_in.hub_groups``: 'instructors', 'learners')."""
+    (``lti_sign_in.hub_groups``: 'instructors', 'learners'), and the grading service's
+    LMS roster learns the member (``LTISignIn.record_launch``)."""
     if AUTH == "lti":
         launch = authentication.get("auth_state") or {}
         authentication["groups"] = lti_sign_in.hub_groups(launch.get(lti_sign_in.ROLES))
+        await authenticator.record_launch(launch)
         return authentication
     name = authentication["name"]
     try:

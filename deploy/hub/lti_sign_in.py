@@ -17,8 +17,10 @@ What 1.6.3 does not check, added here (:meth:`LaunchCallback.decode_and_validate
   request, which asks the tool for a reply this course does not give);
 * a replayed launch: the library's nonce is the hash of a cookie it clears after the
   callback, but nothing on the server remembers it, so the same ``id_token`` posted again
-  with the same cookies (a captured request) signed in again. Each nonce is kept here
-  until its token expires and taken once.
+  with the same cookies (a captured request) signed in again. Each nonce is taken once
+  and kept until its token expires, in a file of the hub's state folder
+  (:class:`UsedNonces`), so a replay after a hub restart is refused too (the cookies'
+  secret is kept there as well, so they would still be read).
 
 What this module decides besides (:class:`LTISignIn`):
 
@@ -31,11 +33,21 @@ What this module decides besides (:class:`LTISignIn`):
   server runs as their own system user, as under PAM;
 * LTI roles to hub groups (:func:`hub_groups`), applied by the config's one post-auth hook;
 * the page a launch opens: the launch's signed ``target_link_uri`` claim when it is a
-  path of this hub (:func:`own_path`), so a resource link can open one exercise's page.
+  path of this hub (:func:`own_path`), so a resource link can open one exercise's page;
+* the grading service learns the member (:meth:`LTISignIn.record_launch`, from the same
+  post-auth hook): the launch's ``iss``, ``sub``, display name and roles go to its LMS
+  roster (``lms_roster.launched`` in the course's database), so the class page shows the
+  LMS's name and grades go back under their ``sub``. Only a launch that passed every
+  check gets there; nothing a learner's later request says does.
 """
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from jupyterhub.auth import LocalAuthenticator
@@ -46,7 +58,9 @@ from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from tornado.web import HTTPError
 from traitlets import Bool, Unicode, default
 
+from autograder.service import lms_roster
 from autograder.service.lti_tool import user_name
+from autograder.service.store import Store
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 ROLES = CLAIM + "roles"
@@ -96,13 +110,46 @@ def own_path(url: str, host: str) -> str | None:
     return urlunsplit(("", "", parts.path, parts.query, ""))
 
 
+class UsedNonces:
+    """The nonces of the launches taken, each until its token's ``exp`` (epoch s), in the
+    JSON file ``path`` (mode 0600; None: in memory only). One hub process writes it."""
+
+    def __init__(self, path=None):
+        self.path = Path(path) if path else None
+        self.seen = None  # nonce -> exp, read from the file at the first launch
+
+    def _load(self):
+        if self.seen is None:
+            try:
+                self.seen = {str(k): float(v) for k, v in
+                             json.loads(self.path.read_text()).items()} if self.path else {}
+            except FileNotFoundError:
+                self.seen = {}
+            except (ValueError, AttributeError):  # not a JSON object: start again (exp bounds it)
+                self.seen = {}
+
+    def take(self, nonce, exp, now=None):
+        """Take ``nonce`` of a launch expiring at ``exp``; raises IncorrectValueError when
+        a launch took it already. Expired nonces are forgotten (their tokens are refused
+        by ``exp`` anyway)."""
+        self._load()
+        now = time.time() if now is None else now
+        self.seen = {n: e for n, e in self.seen.items() if e >= now}
+        if nonce in self.seen:
+            raise IncorrectValueError("this launch was used already: launch again from the course")
+        self.seen[nonce] = float(exp)
+        if self.path:
+            part = self.path.with_name(self.path.name + ".part")
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                json.dump(self.seen, out)
+            os.replace(part, self.path)  # a crash mid-write keeps the last whole file
+
+
 class LaunchCallback(LTI13CallbackHandler):
     """The library's callback (``/hub/lti13/oauth_callback``) with the checks it lacks
     (see the module) and the page a launch opens. Every refusal is an HTTPError JupyterHub
     shows as its error page (400; 401 for a wrong audience), never a traceback."""
-
-    seen_nonces: dict = {}
-    """nonce -> the ``exp`` of the launch that used it (one hub process: one dict)."""
 
     _launch = None
 
@@ -119,13 +166,7 @@ class LaunchCallback(LTI13CallbackHandler):
         if kind != "LtiResourceLinkRequest":
             raise IncorrectValueError(f"a {kind} launch is not taken here (only "
                                       "LtiResourceLinkRequest)")
-        now = time.time()
-        seen = type(self).seen_nonces
-        for nonce in [n for n, exp in seen.items() if exp < now]:
-            del seen[nonce]  # expired tokens are refused by their exp anyway
-        if id_token["nonce"] in seen:
-            raise IncorrectValueError("this launch was used already: launch again from the course")
-        seen[id_token["nonce"]] = float(id_token["exp"])
+        self.authenticator.used_nonces.take(id_token["nonce"], id_token["exp"])
         self._launch = id_token
         return id_token
 
@@ -148,6 +189,33 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
         "", config=True, help="The deployment id the LMS gave this tool; launches of any "
         "other deployment are refused.")
 
+    nonce_file = Unicode(
+        "", config=True, help="JSON file keeping the nonces of launches taken until they "
+        "expire (in the hub's state folder), so a replay after a restart is refused; "
+        "empty: kept in memory.")
+
+    grading_db = Unicode(
+        "", config=True, help="The grading service's database (GRADER_DB: a SQLite path or "
+        "a URL), where each launch records its member; empty: not recorded.")
+
+    _used_nonces = _store = None
+
+    @default("custom_html")
+    def _launch_from_the_lms(self):
+        # /hub/login: there is nothing to type here; the library's default, a "Sign in with
+        # LTI 1.3" button, opens its login initiation without the LMS's parameters (a 400)
+        return ('<div class="container" id="launch-from-the-lms"><h1>Open the course from your '
+                "learning-management system</h1><p>This course is signed in to by a launch from "
+                "the LMS (Canvas, Moodle, ...): go to your course there and open the link to "
+                "this course or one of its exercises. It opens here, signed in.</p><p>Launched "
+                "already? Your session may have ended: launch again from the LMS.</p></div>")
+
+    @property
+    def used_nonces(self) -> UsedNonces:
+        if self._used_nonces is None:
+            self._used_nonces = UsedNonces(self.nonce_file or None)
+        return self._used_nonces
+
     @default("create_system_users")
     def _create_system_users(self):
         return True  # each learner's server runs as their own system user
@@ -161,6 +229,27 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
         if not token.get("sub"):
             raise LoginError("the launch names no user (no sub claim)")
         return user_name(token["iss"], token["sub"])
+
+    async def record_launch(self, claims):
+        """Give the grading service the member of a launch that passed every check
+        (``claims``: its id_token, the ``auth_state`` :meth:`authenticate` returns):
+        :func:`autograder.service.lms_roster.launched`. A database that cannot be written
+        is logged, and the member signed in all the same (the next launch records them)."""
+        if not self.grading_db:
+            return
+        try:
+            await asyncio.to_thread(self._record, claims)
+        except Exception as exc:  # noqa: BLE001 (sign-in does not depend on the roster)
+            self.log.warning("the launch of %s was not recorded in the course's LMS roster: %s",
+                             user_name(claims.get("iss", ""), claims.get("sub", "")), exc)
+
+    _opening = threading.Lock()
+
+    def _record(self, claims):
+        with self._opening:  # launches at once (each in a thread): one engine, made once
+            if self._store is None:
+                self._store = Store(self.grading_db)
+        lms_roster.launched(self._store, claims)
 
     async def authenticate(self, handler, data=None):
         """The library's authentication model (``auth_state``: the launch's claims, among

@@ -133,6 +133,7 @@ class Platform:
         self.lineitems = {}  # id (int) -> line item dict
         self.results = {}  # (line item id, user_id) -> the score dict it holds
         self.posts = []  # every score post taken: (line item id, score dict)
+        self.taken_at = []  # the time.time() each of posts was taken (benchmarks/passback.py)
         self.refused = []  # (path, status, why) of every request refused
         self.jtis = set()
         self.fail_scores = 0
@@ -410,4 +411,5 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._refuse(409, "a newer score is held")
             p.results[(item, score["userId"])] = score
             p.posts.append((item, score))
+            p.taken_at.append(time.time())
         self._answer(200, {})

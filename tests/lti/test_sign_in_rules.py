@@ -1,5 +1,6 @@
 """The rules of sign-in by LTI launch that need no hub (deploy/hub/lti_sign_in.py): which
-hub groups a launch's roles give, and which target_link_uri a launch may open. The launch
+hub groups a launch's roles give, which target_link_uri a launch may open, each nonce
+taken once across restarts, what ``make hub`` says to register. The launch
 itself, against make hub in Chromium: tests/hub/test_lti_launch.py."""
 import importlib.util
 
@@ -52,3 +53,45 @@ def test_roles_give_hub_groups(roles, groups):
 ])
 def test_a_launch_opens_only_paths_of_this_hub(target, opens):
     assert lti_sign_in.own_path(target, HOST) == opens
+
+
+def test_a_nonce_is_taken_once_even_after_a_restart(tmp_path):
+    """A new UsedNonces on the same file (the hub restarted) refuses a nonce taken before;
+    expired ones are forgotten; the file is the hub's alone (0600)."""
+    path, now = tmp_path / "lti-nonces.json", 1_000_000.0
+    first = lti_sign_in.UsedNonces(path)
+    first.take("n-1", now + 60, now=now)
+    first.take("old", now + 1, now=now)
+    with pytest.raises(lti_sign_in.IncorrectValueError, match="used already"):
+        first.take("n-1", now + 60, now=now + 1)
+    assert path.stat().st_mode & 0o777 == 0o600
+    restarted = lti_sign_in.UsedNonces(path)
+    with pytest.raises(lti_sign_in.IncorrectValueError, match="used already"):
+        restarted.take("n-1", now + 60, now=now + 2)
+    restarted.take("n-2", now + 60, now=now + 2)  # a new launch: taken
+    assert set(restarted.seen) == {"n-1", "n-2"}  # "old" expired: forgotten
+
+
+def test_a_nonce_file_that_is_not_json_starts_empty(tmp_path):
+    path = tmp_path / "lti-nonces.json"
+    path.write_text("{not json")
+    lti_sign_in.UsedNonces(path).take("n-1", 2e9)  # a launch still signs in
+    assert "n-1" in path.read_text()
+
+
+def test_make_hub_under_lti_says_the_tools_urls_to_register():
+    spec = importlib.util.spec_from_file_location("hub_script", REPO / "scripts" / "hub.py")
+    import sys
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        hub = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(hub)
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    said = hub.running_message("https://hub.example.org", "lti")
+    assert said.startswith("==> the course hub is running: https://hub.example.org/ ")
+    for url in ("/hub/lti13/oauth_login", "/hub/lti13/oauth_callback",
+                "/services/grader/api/lti/jwks", "/services/course/"):
+        assert "https://hub.example.org" + url in said
+    assert "account of this machine" not in said
+    assert "account of this machine" in hub.running_message("https://hub.example.org", "pam")
