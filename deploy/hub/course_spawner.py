@@ -2,7 +2,7 @@
 
 :class:`CourseSpawner` is JupyterHub's :class:`~jupyterhub.spawner.LocalProcessSpawner`
 (each learner's server runs as that learner's system user, in their home) with
-three additions, all only when the hub runs as root:
+these additions, all only when the hub runs as root:
 
 * **A private mount namespace** (:func:`confine`, run in the forked child before
   it drops to the learner's uid). The course's Python lives where learners
@@ -49,6 +49,7 @@ import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Unicode
 
@@ -132,7 +133,7 @@ class CourseSpawner(LocalProcessSpawner):
         "/run/course-hub", config=True,
         help="Folder of the servers' UNIX sockets (learner_net): one per hub on a machine.")
     grader_address = Unicode(
-        "127.0.0.1:803", config=True,
+        "", config=True,  # jupyterhub_config.py sets it (GRADER_PORT)
         help="host:port of the grading service, piped to <socket_root>/grader.sock.")
 
     @property
@@ -168,7 +169,7 @@ class CourseSpawner(LocalProcessSpawner):
         self._cgroup = await asyncio.to_thread(self.make_cgroup)
         # jupyter-server refuses --sock beside a port other than its default; the port
         # in JUPYTERHUB_SERVICE_URL is never bound (the server listens on the socket only)
-        self.port = 8888
+        self.port = DEFAULT_JUPYTER_SERVER_PORT
         await super().start()
         url = learner_net.unix_url(sock)
         self.server.connect_url = url + self.server.base_url  # where the hub and proxy connect

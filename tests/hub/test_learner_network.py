@@ -5,6 +5,8 @@ route of ann's server once it stopped. Each attack is run as eve would run it; e
 must fail."""
 from __future__ import annotations
 
+import asyncio
+import json
 import pwd
 import socket
 import sqlite3
@@ -15,6 +17,8 @@ from urllib.parse import unquote
 
 import psutil
 import requests
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
 
 from tests.hub.test_attacks import SYSTEM_PYTHON, start_server, stop_server
 from tests.hub.test_class_browser import browser_sign_in, server_pid
@@ -164,3 +168,46 @@ def test_another_learner_cannot_answer_on_a_stopped_servers_route(hub, accounts,
                           headers=ann.headers).json()["servers"].get(""):
         assert time.monotonic() < deadline, "the hub never noticed the server ended"
         time.sleep(1)
+
+
+def through_proxy(hub, server, path):
+    """``(url, headers)`` for ``path`` of a learner's server through the proxy (its own
+    origin's Host; ``*.localhost`` need not resolve here)."""
+    origin = server["url"].split("/user/")[0].split("://")[1]
+    base = server["url"].split(origin, 1)[1]
+    return f"127.0.0.1:{hub.env['PORT']}{base}{path}", {"Host": origin}
+
+
+async def terminal_says(url, headers, command, wanted):
+    """Open a terminal's WebSocket at ``url``, type ``command``; True once ``wanted`` shows."""
+    conn = await websocket_connect(HTTPRequest(url, headers=headers, connect_timeout=60))
+    conn.write_message(json.dumps(["stdin", command + "\r"]))
+    seen = ""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and wanted not in seen:
+        message = await conn.read_message()
+        if message is None:
+            break
+        kind, *data = json.loads(message)
+        seen += "".join(str(d) for d in data) if kind == "stdout" else ""
+    conn.close()
+    return wanted in seen
+
+
+def test_her_server_still_validates_and_runs_a_terminal(hub, sign_in):
+    """What runs on the namespace's own loopback or needs no network keeps working:
+    nbgrader's Validate (a kernel of its own) and a terminal."""
+    ada = sign_in("ada")
+    server = start_server(ada)
+    auth = {"Authorization": f"token {ada.token}"}
+    url, headers = through_proxy(hub, server, "assignments/validate")
+    reply = requests.post("http://" + url, headers={**headers, **auth}, timeout=300,
+                          data={"path": "update_with_donate/update_with_donate.ipynb"})
+    assert reply.ok and reply.json()["success"], reply.text[:2000]
+    url, headers = through_proxy(hub, server, "api/terminals")
+    made = requests.post("http://" + url, headers={**headers, **auth}, timeout=60)
+    assert made.ok, made.text
+    url, headers = through_proxy(hub, server, f"terminals/websocket/{made.json()['name']}")
+    assert asyncio.run(terminal_says("ws://" + url, {**headers, **auth},
+                                     "echo in-her-terminal-$((6*7))", "in-her-terminal-42"))
+    stop_server(ada)

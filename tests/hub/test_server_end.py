@@ -13,8 +13,8 @@ from tests.hub.test_class_browser import server_pid
 
 def cgroup_procs(pid):
     """The ``cgroup.procs`` file of ``pid``'s cgroup (version 2)."""
-    line = next(l for l in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-                if l.startswith("0::"))
+    line = next(entry for entry in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                if entry.startswith("0::"))
     mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     root = next(m.split()[4] for m in mounts if m.split()[m.split().index("-") + 1] == "cgroup2")
     return Path(root + line[3:].rstrip("/")) / "cgroup.procs"
