@@ -1,4 +1,5 @@
-"""A cgroup (version 2) per contained process tree, ended as a whole with ``cgroup.kill``.
+"""A cgroup (version 2) per learner's server under ``make hub`` run as root
+(``course_spawner.py``), ended as a whole with ``cgroup.kill``.
 
 A process moved into a cgroup stays there with everything it starts, whatever their
 uids, sessions or parents become; only root may move a process out (the folders are
