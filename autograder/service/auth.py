@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
 import tornado.web
-from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
+from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 from jupyterhub.utils import url_path_join
 from tornado.httpclient import AsyncHTTPClient
+
+from autograder.hub_session import SessionHubOAuth
 
 INSTRUCTORS = "instructors"
 ADMIN_CACHE_SECONDS = 60
@@ -52,7 +54,7 @@ class HubIdentity:
     refusal = "sign in to the course hub first (or send the hub token in an Authorization header)"
 
     def __init__(self, instructors_group=INSTRUCTORS):
-        self.hub_auth = HubOAuth(cache_max_age=60)
+        self.hub_auth = SessionHubOAuth(cache_max_age=60)  # its cookie holds no token
         self.instructors_group = instructors_group
         self._admins = {}  # name -> (is admin, when asked)
 

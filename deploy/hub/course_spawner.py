@@ -2,7 +2,7 @@
 
 :class:`CourseSpawner` is JupyterHub's :class:`~jupyterhub.spawner.LocalProcessSpawner`
 (each learner's server runs as that learner's system user, in their home) with
-three additions, all only when the hub runs as root:
+these additions, all only when the hub runs as root:
 
 * **A private mount namespace** (:func:`confine`, run in the forked child before
   it drops to the learner's uid). The course's Python lives where learners
@@ -15,9 +15,18 @@ three additions, all only when the hub runs as root:
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
-* **Nothing outlives the server**: when it stops, every process of the
-  learner's user is killed (:meth:`CourseSpawner.stop`); the server runs with
-  ``no_new_privs``, so no setuid program it starts leaves the learner's uid.
+* **A network of its own** (:mod:`learner_net`): the server runs in a network namespace
+  holding only its loopback and listens on a UNIX socket only the learner and root can
+  reach (:attr:`CourseSpawner.socket_root`); the hub's API and the grading service are
+  reached through two UNIX sockets beside it. A port a learner's process listens on
+  exists only in that namespace, where no browser connects.
+* **Nothing outlives the server**: it runs in a cgroup of its own
+  (:mod:`learner_cgroup`, joined before it drops to the learner's uid), and
+  when it stops everything in that cgroup is killed (``cgroup.kill``), whatever its uid
+  or session, then every process of the learner's user too (one started outside the
+  server, in a shell over SSH) (:meth:`CourseSpawner.stop`); the server runs with
+  ``no_new_privs``, so no setuid program it starts leaves the learner's uid. Without
+  cgroup v2 (or before Linux 5.14) the hub says so and ends processes by uid only.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
@@ -38,8 +47,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import urlparse
 
+from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from jupyterhub.spawner import LocalProcessSpawner
+from traitlets import Unicode
+
+import learner_cgroup
+import learner_net
 
 from autograder.sandbox import mounts
 from autograder.sandbox.uids import end_uid
@@ -69,7 +84,7 @@ def course_lib(spawner):
     """``$PYTHONPATH`` of a learner's server: the copy of the submit module in their home."""
     return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
 
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -87,14 +102,16 @@ def kept():
 
 
 def confine():
-    """In the learner's forked child, as root: the private mount namespace above.
+    """In the learner's forked child, as root: the private mount namespace above, and a
+    network namespace holding only its own loopback (:mod:`learner_net`).
 
     Raises OSError when namespaces are not available (the server does not start,
-    rather than start with the repository in view)."""
+    rather than start with the repository in view or its ports on the machine's)."""
     lib = mounts.libc()
     # System V shared memory of its own too: freed when the server's last process ends.
-    if lib.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC)")
+    if lib.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET)")
+    learner_net.loopback_up()
     mounts.make_root_private(lib)
     mounts.cover(lib, covers(), kept())
 
@@ -110,13 +127,34 @@ class CourseSpawner(LocalProcessSpawner):
     """LocalProcessSpawner + :func:`confine` + the course workspace (see the module)."""
 
     _laid = None  # release_state() when the workspace was last laid
+    _pipes = None  # the hub's and the grader's UNIX sockets (learner_net.serve_pipe), once
+    _cgroup = None  # the server's cgroup (a Path) while it runs, where there is one
+
+    socket_root = Unicode(
+        "/run/course-hub", config=True,
+        help="Folder of the servers' UNIX sockets (learner_net): one per hub on a machine.")
+    grader_address = Unicode(
+        "", config=True,  # jupyterhub_config.py sets it (GRADER_PORT)
+        help="host:port of the grading service, piped to <socket_root>/grader.sock.")
+
+    @property
+    def confined(self):
+        """Whether servers get their own namespaces (the hub runs as root)."""
+        return os.geteuid() == 0
+
+    def socket_dir(self):
+        return Path(self.socket_root) / self.user.name
 
     def make_preexec_fn(self, name):
         drop = super().make_preexec_fn(name)  # setgroups, setgid, setuid, chdir home
         if os.geteuid() != 0:
             return drop
 
+        group = self._cgroup
+
         def preexec():
+            if group is not None:
+                learner_cgroup.join(group)  # before anything else: all it starts is in there
             confine()
             drop()
             no_new_privileges()
@@ -125,13 +163,86 @@ class CourseSpawner(LocalProcessSpawner):
 
     async def start(self):
         await asyncio.to_thread(self.lay_workspace)
-        return await super().start()
+        if not self.confined:
+            return await super().start()
+        await self.open_pipes()
+        sock = await asyncio.to_thread(self.prepare_socket_dir)
+        self._cgroup = await asyncio.to_thread(self.make_cgroup)
+        # jupyter-server refuses --sock beside a port other than its default; the port
+        # in JUPYTERHUB_SERVICE_URL is never bound (the server listens on the socket only)
+        self.port = DEFAULT_JUPYTER_SERVER_PORT
+        await super().start()
+        url = learner_net.unix_url(sock)
+        self.server.connect_url = url + self.server.base_url  # where the hub and proxy connect
+        return url
+
+    def get_args(self):
+        args = super().get_args()
+        if self.confined:
+            args.append(f"--ServerApp.sock={self.socket_dir() / 'server.sock'}")
+        return args
+
+    async def open_pipes(self):
+        """The hub's API and the grading service as UNIX sockets in :attr:`socket_root`
+        (once per hub; every learner's server connects to the same two)."""
+        if CourseSpawner._pipes is not None:
+            return
+        root = Path(self.socket_root)
+        root.mkdir(mode=0o711, parents=True, exist_ok=True)
+        root.chmod(0o711)
+        hub = urlparse(self.hub.api_url)
+        host, port = self.grader_address.rsplit(":", 1)
+        CourseSpawner._pipes = [
+            await learner_net.serve_pipe(str(root / "hub.sock"), hub.hostname, hub.port),
+            await learner_net.serve_pipe(str(root / "grader.sock"), host, int(port))]
+
+    def cgroup_names(self):
+        """The server's cgroup below ``course-hub/``: this hub's (the name of its
+        :attr:`socket_root`), then the learner's name."""
+        return Path(self.socket_root).name, self.user.name
+
+    def make_cgroup(self):
+        """The server's cgroup (emptied first: a server of before a crash), or None where
+        there is no cgroup v2 with ``cgroup.kill`` (then said in the log)."""
+        group = learner_cgroup.make(*self.cgroup_names())
+        if group is None:
+            self.log.warning("no cgroup v2 with cgroup.kill here: %s's processes are ended "
+                             "by uid only when the server stops", self.user.name)
+        elif not learner_cgroup.kill(group) or learner_cgroup.make(*self.cgroup_names()) is None:
+            raise RuntimeError(f"could not empty the cgroup {group}")
+        return group
+
+    def end_cgroup(self):
+        """Kill everything in the server's cgroup and remove it (a no-op without one)."""
+        group = self._cgroup
+        if group is None:
+            root = learner_cgroup.v2_root()
+            group = root.joinpath(learner_cgroup.PARENT, *self.cgroup_names()) if root else None
+        if group is not None and not learner_cgroup.kill(group):
+            self.log.error("processes of %s's server outlived cgroup.kill in %s",
+                           self.user.name, group)
+        self._cgroup = None
+
+    def prepare_socket_dir(self):
+        """A fresh ``<socket_root>/<name>/``, the learner's own (mode 0700): the path of the
+        server's socket in it."""
+        entry = pwd.getpwnam(self.user.name)
+        folder = self.socket_dir()
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(mode=0o700)
+        os.chown(folder, entry.pw_uid, entry.pw_gid)
+        return folder / "server.sock"
 
     async def poll(self):
         """JupyterHub's check that the server runs (every ``poll_interval``, 30 s by
         default); a running server whose workspace predates the release gets it laid
         again: a new exercise appears in the learner's file browser, no restart."""
         status = await super().poll()
+        if status is None and self.confined and self.server and not self.server.connect_url:
+            # a server started before the hub restarted: the same socket, the pipes again
+            await self.open_pipes()
+            sock = learner_net.unix_url(self.socket_dir() / "server.sock")
+            self.server.connect_url = sock + self.server.base_url
         if status is None and self._laid != release_state():
             try:
                 await asyncio.to_thread(self.lay_workspace)
@@ -140,11 +251,14 @@ class CourseSpawner(LocalProcessSpawner):
         return status
 
     async def stop(self, now=False):
-        """Stop the server, then every process of the learner's user: nothing a learner
-        started (``setsid nohup``, a daemon) outlives their server."""
+        """Stop the server, then everything in its cgroup, then every process of the
+        learner's user: nothing a learner started (``setsid nohup``, a daemon, whatever
+        its uid) outlives their server, and nothing answers on its socket."""
         await super().stop(now=now)
-        if os.geteuid() == 0:
+        if self.confined:
+            await asyncio.to_thread(self.end_cgroup)
             await asyncio.to_thread(end_uid, pwd.getpwnam(self.user.name).pw_uid)
+            shutil.rmtree(self.socket_dir(), ignore_errors=True)  # nothing answers there
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""

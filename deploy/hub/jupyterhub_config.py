@@ -33,6 +33,7 @@ can listen on one, not even while its server restarts; a port chosen at or above
 ``net.ipv4.ip_unprivileged_port_start`` is warned about at start.
 """
 import grp
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -159,6 +160,15 @@ c.Spawner.environment = {
     "PYTHONPATH": course_spawner.course_lib,  # the submit cell's module
 }
 c.Spawner.env_keep = ["LANG", "LC_ALL"]
+if os.geteuid() == 0:
+    # Each server in a network namespace of its own (course_spawner, learner_net): it
+    # listens on a UNIX socket, and reaches the hub and the grader through two more, in
+    # a folder of this hub's own (one per state folder: test hubs run side by side).
+    SOCKETS = Path("/run/course-hub") / hashlib.sha256(bytes(STATE)).hexdigest()[:12]
+    c.CourseSpawner.socket_root = str(SOCKETS)
+    c.CourseSpawner.grader_address = f"127.0.0.1:{setting('GRADER_PORT')}"
+    c.CourseSpawner.hub_connect_url = course_spawner.learner_net.unix_url(SOCKETS / "hub.sock")
+    c.Spawner.environment["GRADER_SOCKET"] = str(SOCKETS / "grader.sock")
 
 # -- the course's services -----------------------------------------------------
 _service_env = {"PATH": env("PATH", "/usr/bin:/bin"), "HOME": env("HOME", "/root"),

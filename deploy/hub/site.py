@@ -6,7 +6,10 @@ needs a hub sign-in (JupyterHub's :class:`~jupyterhub.services.auth.HubOAuth`:
 an unknown browser is sent through the hub's login and OAuth, then back).
 
 ``GET /services/course/api/session`` answers the signed-in user's name and the
-hub token this service holds for them (from its OAuth cookie). The pages'
+hub token this service holds for them. Its cookie holds no token: a random session id
+this service maps to the token for 30 minutes
+(:class:`autograder.hub_session.SessionHubOAuth`), then a page view goes through the
+hub's OAuth again (no password while signed in to the hub). The pages'
 scripts (``course-run.js``, ``grader.js``) use that token, in an
 ``Authorization`` header and never in a page URL, to start the learner's
 server through the hub's API, run the lesson's code on it, and send
@@ -35,9 +38,13 @@ from pathlib import Path
 
 import tornado.httputil
 import tornado.web
-from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler, HubOAuthenticated
+from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 
-HTML = Path(__file__).resolve().parents[2] / "_build" / "html"
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # autograder.hub_session
+from autograder.hub_session import SessionHubOAuth  # noqa: E402
+
+HTML = REPO / "_build" / "html"
 LANDING = "book/intro.html"
 
 
@@ -104,7 +111,7 @@ def make_app(hub_auth):
 async def main():
     if not (HTML / LANDING).is_file():
         sys.exit(f"no site at {HTML}: run `make book` first")
-    hub_auth = HubOAuth(cache_max_age=60)
+    hub_auth = SessionHubOAuth(cache_max_age=60)
     url = tornado.httputil.urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
     server = make_app(hub_auth).listen(url.port, url.hostname)
     stop = asyncio.Event()
