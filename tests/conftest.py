@@ -23,7 +23,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """``make test``'s workers (``-n auto``) take whole groups (:func:`tiers.group_of`).
+    """``make test``'s workers (``-n auto``) take whole groups (:func:`tiers.group_of`),
+    in :func:`tiers.start_order`.
     A scheduler of our own rather than ``--dist loadgroup``: with pytest 9.2 that mode
     no longer sees ``xdist_group`` marks (pytest-dev/pytest-xdist#1386) and spreads a
     module's tests over workers, each making the module's fixtures again."""
@@ -32,6 +33,14 @@ def pytest_xdist_make_scheduler(config, log):
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid):
             return tiers.group_of(nodeid)
+
+        def schedule(self):
+            # The work queue's groups in tiers.start_order: LoadScopeScheduling fills its
+            # (empty) queue by assignment, so groups already in it keep their places.
+            if self.collection is None and self.collection_is_completed and not self.workqueue:
+                for group in tiers.start_order(next(iter(self.registered_collections.values()))):
+                    self.workqueue[group] = {}
+            super().schedule()
 
     return GroupScheduling(config, log)
 

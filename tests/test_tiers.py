@@ -35,8 +35,17 @@ def test_each_tier_is_declared(pytestconfig):
     ("tests/service/test_api.py::test_x[sqlite]", "tests/service/test_api.py"),
     ("tests/grading/test_samples.py::test_sample_gets_expected_grade[reference]",
      "tests/grading/test_samples.py"),
+    ("tests/grading/test_golden.py::test_results_are_unchanged[cli-samples.json]", "cli-samples"),
+    ("tests/grading/test_exercises.py::test_sample_gets_expected_grade[silent_donation-reference]",
+     "cli-samples"),
+    ("tests/grading/test_golden.py::test_results_are_unchanged[service-samples.json]",
+     "tests/grading/test_golden.py::test_results_are_unchanged[service-samples.json]"),
+    ("tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[a]",
+     "tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[a]"),
+    ("tests/grading/test_golden.py::test_every_door_and_group_is_recorded",
+     "tests/grading/test_golden.py"),
 ])
-def test_make_test_groups_by_site_else_module(nodeid, group):
+def test_make_test_groups_by_site_shared_runs_else_module(nodeid, group):
     assert tiers.group_of(nodeid) == group
 
 
@@ -49,3 +58,22 @@ def test_a_body_that_starts_a_grader_or_server_is_seen():
     assert tiers.starters_in(grader) == [call]
     assert tiers.starters_in(service) == [f"{q}-m{q}, {q}autograder.service{q}"]
     assert tiers.starters_in(defaults) == []
+
+
+@pytest.mark.parametrize("prefix", sorted(tiers.SHARED) + sorted(tiers.ALONE))
+def test_each_grouped_node_exists(prefix):
+    path, _, test = prefix.partition("::")
+    module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+    assert any(n.startswith(test.split("[")[0]) for n in vars(module)), f"tests/tiers.py: no {prefix}"
+
+
+def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_modules():
+    nodeids = ["tests/service/test_api.py::a", "tests/service/test_api.py::b",
+               "tests/service/test_restart.py::a",
+               "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
+               "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_drift.py::a",
+               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded"]
+    assert tiers.start_order(nodeids) == [
+        "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
+        "cli-samples", "tests/service/test_api.py", "tests/service/test_restart.py",
+        "tests/grading/test_golden.py"]

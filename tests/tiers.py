@@ -20,6 +20,7 @@ FIXTURES = {
     "tests.conftest.built_site": {"book"},
     "tests.conftest.chromium": {"browser"},
     "tests.browser.conftest.servers": {"service"},  # scripts/serve.py: site, grader, JupyterLab
+    "tests.grading.conftest.cli_runs": {"grader"},
     "tests.grading.test_agreement.graded": {"grader", "nbgrader"},
     "tests.grading.test_exercises.graded": {"grader"},
     "tests.grading.test_samples.graded": {"grader"},
@@ -140,10 +141,47 @@ SITE_NODES = ("tests/book/", "tests/browser/", "tests/hub/", "tests/service/test
 SITE_TIERS = {"book", "hub"}
 
 
+# Tests that read what one session fixture graded, from several modules, share a worker
+# (node id prefix -> group): the command line's run over every sample (tests/grading/conftest.py).
+SHARED = {
+    "tests/grading/test_golden.py::test_results_are_unchanged[cli-samples.json]": "cli-samples",
+    "tests/grading/test_exercises.py::": "cli-samples",
+}
+# Tests that each grade or autograde a corpus of their own, with nothing costly shared with
+# the rest of their module: a group each, so the two workers share them.
+ALONE = (
+    "tests/grading/test_golden.py::test_results_are_unchanged[",
+    "tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[",
+)
+
+
 def group_of(nodeid: str) -> str:
     """The ``make test`` worker group of the test ``nodeid``: ``course-site`` for the
-    tests under :data:`SITE_NODES`, else its module (a module's fixtures are made once).
+    tests under :data:`SITE_NODES`, the node itself for :data:`ALONE`, a
+    :data:`SHARED` group, else its module (a module's fixtures are made once).
     From the node id alone: pytest-xdist's controller schedules by node id and never
     collects (conftest.py: pytest_xdist_make_scheduler)."""
     path = nodeid.split("::", 1)[0]
-    return "course-site" if path.startswith(SITE_NODES) else path
+    if path.startswith(SITE_NODES):
+        return "course-site"
+    if nodeid.startswith(ALONE) and nodeid not in SHARED:
+        return nodeid
+    return next((group for prefix, group in SHARED.items() if nodeid.startswith(prefix)), path)
+
+
+def start_order(nodeids) -> list[str]:
+    """The groups of ``nodeids`` (collected node ids), in the order ``make test``'s workers
+    take them: the course site's, then those :data:`SHARED` and :data:`ALONE` split out for
+    their cost, then the rest, most tests first. (pytest-xdist's own order, most tests
+    first, would start the single-test groups that grade a whole corpus last, and the
+    run would end on one worker.)"""
+    counts = {}
+    for nodeid in nodeids:
+        group = group_of(nodeid)
+        counts[group] = counts.get(group, 0) + 1
+
+    def rank(group):
+        split = group == "course-site" or group.startswith(ALONE) or group in SHARED.values()
+        return 0 if group == "course-site" else 1 if split else 2
+
+    return sorted(counts, key=lambda g: (rank(g), -counts[g]))

@@ -117,9 +117,12 @@ def _dump(data):
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
-def cli(group, subs, work):
-    """The command line's results for one group, as one JSON text (its ``main``, run in
-    this process so that :func:`capture` can fix the inputs' seed)."""
+def cli_run(group, subs, work):
+    """The command line's run over one group (its ``main``, in this process so that
+    :func:`fixed_digest` fixes the inputs' seed): ``{"exit": status, "stdout": text,
+    "out": Path of the results tree, "root": Path of the scratch folder}``. Samples are
+    handed in as an nbgrader tree (``out/<sample>/<exercise>/results.json``), hostile
+    submissions flat (``out/<name>/results.json``)."""
     from autograder.__main__ import main
 
     root = work / f"cli-{group}"
@@ -135,15 +138,27 @@ def cli(group, subs, work):
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
         code = main([str(root / ("submitted" if group == "samples" else "class")), "--out", str(out),
                      "--timeout", str(seconds), "--memory-mib", str(memory), "--jobs", "2"])
+    return {"exit": code, "stdout": stdout.getvalue(), "out": out, "root": root}
+
+
+def cli_text(run):
+    """The golden text of a :func:`cli_run`: every results.json, summary.csv, the
+    progress lines and the exit status, normalised."""
+    out = run["out"]
     results = {str(p.parent.relative_to(out)): json.loads(p.read_text())
                for p in sorted(out.rglob("results.json"))}
-    lines = {"progress": sorted(stdout.getvalue().splitlines()),
+    lines = {"progress": sorted(run["stdout"].splitlines()),
              "summary": (out / "summary.csv").read_text().splitlines()}
     for key, found in lines.items():  # a race's line says only which submission it is
         lines[key] = [f"{line.split(':')[0].split(',')[0]}: <either end>"
                       if line.split(":")[0].split(",")[0] in RACES else line for line in found]
-    data = {"exit": code, **lines, "results": _settle(results)}
-    return normalise(_dump(data), [root])
+    data = {"exit": run["exit"], **lines, "results": _settle(results)}
+    return normalise(_dump(data), [run["root"]])
+
+
+def cli(group, subs, work):
+    """The command line's results for one group, as one JSON text."""
+    return cli_text(cli_run(group, subs, work))
 
 
 def service(group, subs, work):
@@ -203,22 +218,26 @@ def gradescope(group, subs, work):
 DOORS = {"cli": cli, "service": service, "gradescope": gradescope}
 
 
-def capture(course, work, doors=DOORS):
-    """``{file name: text}`` for every door and group.
-
-    The grader's own digest is fixed meanwhile: it seeds each submission's inputs
+@contextlib.contextmanager
+def fixed_digest():
+    """The grader's own digest fixed meanwhile: it seeds each submission's inputs
     (:func:`autograder.pipeline.seed_for`), so without it any change of the grader's
-    code would change the values quoted in feedback.
-    """
+    code would change the values quoted in feedback."""
     from autograder import pipeline
 
-    found = corpus(course)
     real, pipeline.grader_digest = pipeline.grader_digest, lambda: "golden"
     try:
-        return {f"{door}-{group}.json": doors[door](group, subs, Path(work))
-                for door in doors for group, subs in found.items()}
+        yield
     finally:
         pipeline.grader_digest = real
+
+
+def capture(course, work, doors=DOORS):
+    """``{file name: text}`` for every door and group (under :func:`fixed_digest`)."""
+    found = corpus(course)
+    with fixed_digest():
+        return {f"{door}-{group}.json": doors[door](group, subs, Path(work))
+                for door in doors for group, subs in found.items()}
 
 
 def released(work):

@@ -2,10 +2,12 @@
 
 For each exercise in :data:`NEW` (every registered one after the first), the
 sample answer cells in ``autograder/exercises/<exercise>/hidden/samples/`` are
-put into the released notebook and handed in as an nbgrader ``submitted/`` tree
-in a private copy of the released course. The tree is graded once by
-``python -m autograder`` and once by ``nbgrader autograde``; both must give
-each sample its expected total (``expected.json`` there).
+put into the released notebook and handed in as an nbgrader ``submitted/``
+tree. The command line's grades are the session's run over every exercise's
+samples (``cli_runs("samples")``, tests/grading/conftest.py: the same run the
+golden results are compared with); ``nbgrader autograde`` grades each
+exercise's tree in a private copy of the released course. Both must give each
+sample its expected total (``expected.json`` there).
 """
 import json
 import shutil
@@ -27,23 +29,26 @@ NEW = exercises.names()[1:]  # the first exercise's samples: tests/grading/test_
 SAMPLE_CASES = [(a, name) for a in NEW for name in sorted(expected(a))]
 
 
-@pytest.fixture(scope="module")
-def graded(released_course, tmp_path_factory):
-    """``graded(assignment) -> (course, out_dir, process)``, graded once per module."""
-    done = {}
+@pytest.fixture
+def graded(cli_runs):
+    """``(out_dir, exit status, progress lines)`` of the command line's run over every
+    exercise's samples (results in ``out_dir/<sample>/<exercise>/results.json``)."""
+    run = cli_runs("samples")
+    return run["out"], run["exit"], run["stdout"].splitlines()
 
-    def grade(assignment):
-        if assignment not in done:
-            course = tmp_path_factory.mktemp(f"course_{assignment}")
-            shutil.copytree(released_course, course, dirs_exist_ok=True, ignore=shutil.ignore_patterns(
-                "submitted", "autograded", "feedback"))
-            submitted_tree(course, course / "submitted", assignment=assignment)
-            out = tmp_path_factory.mktemp(f"grades_{assignment}")
-            proc = grader_cli(course / "submitted", "--out", out, "--timeout", "60")
-            done[assignment] = course, out, proc
-        return done[assignment]
 
-    return grade
+@pytest.fixture
+def handed_in(released_course, tmp_path):
+    """``handed_in(assignment) -> course``: a private copy of the released course with
+    ``assignment``'s samples handed in as ``submitted/<sample>/<assignment>/``."""
+    def hand_in(assignment):
+        course = tmp_path / "course"
+        shutil.copytree(released_course, course, ignore=shutil.ignore_patterns(
+            "submitted", "autograded", "feedback"))
+        submitted_tree(course, course / "submitted", assignment=assignment)
+        return course
+
+    return hand_in
 
 
 def _cells(nb):
@@ -91,15 +96,15 @@ def test_graded_cells_match_hidden_tests(assignment):
 
 @pytest.mark.parametrize("assignment", NEW)
 def test_command_reports_every_submission_and_exits_0(graded, assignment):
-    _, _, proc = graded(assignment)
-    assert proc.returncode == 0, proc.stderr
-    names = sorted(line.split(":")[0] for line in proc.stdout.strip().splitlines())
+    _, code, lines = graded
+    assert code == 0
+    names = sorted(n for n in (line.split(":")[0] for line in lines) if n.endswith(f"/{assignment}"))
     assert names == sorted(f"{n}/{assignment}" for n in expected(assignment))
 
 
 @pytest.mark.parametrize("assignment,name", SAMPLE_CASES)
 def test_sample_gets_expected_grade(graded, assignment, name):
-    _, out, _ = graded(assignment)
+    out = graded[0]
     want, got = expected(assignment)[name], results(out, name, assignment)
     titles = {title: test for test, title, _ in hidden_tests(assignment)}
     assert got["score"] == want["score"], got
@@ -113,7 +118,7 @@ def test_sample_gets_expected_grade(graded, assignment, name):
 
 @pytest.mark.parametrize("assignment", NEW)
 def test_feedback_says_what_was_checked_and_hides_test_source(graded, assignment):
-    _, out, _ = graded(assignment)
+    out = graded[0]
     source = Path(exercises.get(assignment).hidden().__file__).read_text()
     secret_lines = [line.strip() for line in source.splitlines()
                     if line.strip().startswith(("assert", "if ", "for ", "fail(", "record"))]
@@ -139,8 +144,8 @@ def test_plain_python_reference_gets_full_marks(assignment, tmp_path):
 
 
 @pytest.mark.parametrize("assignment", NEW)
-def test_nbgrader_autograde_agrees_on_every_total(graded, assignment):
-    course, _, _ = graded(assignment)
+def test_nbgrader_autograde_agrees_on_every_total(handed_in, assignment):
+    course = handed_in(assignment)
     nbgrader(course, "autograde", assignment, "--create")
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         totals = {name: gb.find_submission(assignment, name).score for name in expected(assignment)}

@@ -4,6 +4,9 @@ submission (:mod:`tests.grading.golden` says what is captured and normalised).
 
 After an intended change of results, ``python -m tests.grading.golden`` records
 them again; review the diff of ``tests/grading/golden/`` as the change itself.
+Each file is captured by its own test, so ``make test``'s two workers share the
+doors (tests/tiers.py: group_of); the command line's runs are the session's
+(``cli_runs``), which other modules read too.
 """
 import difflib
 
@@ -15,9 +18,18 @@ FILES = sorted(p.name for p in golden.GOLDEN.glob("*.json"))
 
 
 @pytest.fixture(scope="module")
-def captured(released_course, tmp_path_factory):
-    """``{file name: text}`` of a capture with the code as it is now."""
-    return golden.capture(released_course, tmp_path_factory.mktemp("golden"))
+def capture(released_course, tmp_path_factory, cli_runs):
+    """``capture(name) -> text``: the file ``name`` (``<door>-<group>.json``) captured
+    with the code as it is now."""
+    def text(name):
+        door, group = name.removesuffix(".json").split("-")
+        if door == "cli":
+            return golden.cli_text(cli_runs(group))
+        subs = golden.corpus(released_course)[group]
+        with golden.fixed_digest():
+            return golden.DOORS[door](group, subs, tmp_path_factory.mktemp(f"golden-{door}"))
+
+    return text
 
 
 def test_every_door_and_group_is_recorded():
@@ -26,9 +38,9 @@ def test_every_door_and_group_is_recorded():
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_results_are_unchanged(captured, name):
+def test_results_are_unchanged(capture, name):
     want = (golden.GOLDEN / name).read_text()
-    got = captured[name]
+    got = capture(name)
     diff = "".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True),
                                              f"golden/{name}", "now", n=2))[:100])
     assert got == want, f"results changed:\n{diff}"

@@ -185,3 +185,39 @@ def test_a_reply_without_readable_observations_fails_every_check_in_plain_words(
     found, output, status = judge.verdict(submission(), Outcome("ok", reply={"obs": [1, 2]}), SEED)
     assert (output, status) == ("0 of 8 checks passed.", "graded")
     assert {c.output for c in found} == {COULD_NOT}
+
+
+def test_a_probes_warnings_are_its_own_while_another_thread_probes():
+    """The grader judges on one thread per slot, and hidden tests compile under
+    ``quiet()`` to learn which warnings JAX gives: a second thread inside ``quiet()``
+    must neither take the first one's warnings nor lose its own."""
+    import threading
+    import warnings
+
+    from autograder.exercises.common import quiet
+
+    entered, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    caught = {}
+
+    def first():
+        with quiet() as mine:
+            entered.set()
+            second_in.wait(0.5)  # without one probe at a time, the second enters here
+            warnings.warn("first")
+        first_out.set()
+        caught["first"] = mine
+
+    def second():
+        entered.wait(5)
+        with quiet() as mine:
+            second_in.set()
+            first_out.wait(5)
+            warnings.warn("second")
+        caught["second"] = mine
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert caught == {"first": ["first"], "second": ["second"]}
