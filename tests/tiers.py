@@ -50,6 +50,7 @@ NODES = {
     "tests/service/test_course_changes.py": {"service"},
     "tests/grading/test_cli.py": {"grader"},
     "tests/grading/test_golden.py": {"grader"},
+    "tests/grading/test_zygote_limits.py": {"grader"},  # starts interpreters
     "tests/grading/test_class_tree.py": {"grader"},
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},

@@ -110,6 +110,19 @@ def zygote_environment():
     return dict(kept, JAX_PLATFORMS="cpu", XLA_FLAGS=XLA_FLAGS)
 
 
+def stack_at_hard_limit(code):
+    """Python source that raises its process's stack limit (RLIMIT_STACK) to the hard
+    limit, then execs the interpreter on ``code``. glibc sizes every new thread's
+    stack from that limit when a process starts (8 MiB under a shell's usual
+    ``ulimit -s 8192``; 2 MiB on x86-64 when it is unlimited), so without this the
+    grader's caller would decide whether a learner's many threads first exhaust the
+    memory limit or the process limit, and which of two explanations they read."""
+    return ("import os, resource, sys; "
+            "hard = resource.getrlimit(resource.RLIMIT_STACK)[1]; "
+            "resource.setrlimit(resource.RLIMIT_STACK, (hard, hard)); "
+            f"os.execv(sys.executable, [sys.executable, '-I', '-c', {code!r}])")
+
+
 class Zygote:
     """The grader's handle on a zygote process (started on first use)."""
 
@@ -148,7 +161,8 @@ class Zygote:
                     f"from autograder.sandbox.zygote import main; "
                     f"main({self.path!r}, {tuple(sorted(wanted))!r})")
             env = zygote_environment()
-            self.proc = subprocess.Popen([interpreter(), "-I", "-c", code], env=env,
+            self.proc = subprocess.Popen([interpreter(), "-I", "-c", stack_at_hard_limit(code)],
+                                         env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          text=True)
 
