@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.sandbox import wire
+from autograder.sandbox import cgroups, wire
 from autograder.sandbox.confine import HIDDEN, REPO, XLA_FLAGS, import_paths
 from autograder.sandbox.uids import Lease, kill_uid, lease_uid
 from autograder.sandbox.wire import Limits, Outcome
@@ -192,6 +192,9 @@ class Zygote:
                     log.warning("learner code runs WITHOUT network and mount isolation: %s",
                                 said[len("ready "):])
                     self.cannot_run = _unreachable_interpreter()
+                if os.geteuid() == 0 and (why := cgroups.problem()):
+                    log.warning("a submission's processes are ended by uid only, not by a "
+                                "cgroup of their own: %s", why)
                 self.ready = True
             if self.cannot_run:
                 raise RuntimeError(self.cannot_run)

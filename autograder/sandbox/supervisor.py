@@ -3,8 +3,9 @@
 Runs in the supervisor's process: a child the zygote forks for each
 connection (:mod:`autograder.sandbox.zygote`), as root when grading runs as
 root, holding the submission's uid lease. It never runs learner code
-itself; it forks the learner's process, reads its reply, kills whatever that
-process left running, and answers the grader with an
+itself; it forks the learner's process (as root into a cgroup of the
+submission's own), reads its reply, kills whatever that process left running
+(the cgroup with ``cgroup.kill``, then the uid), and answers the grader with an
 :class:`~autograder.sandbox.Outcome`.
 """
 import ctypes
@@ -16,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.sandbox import confine, learner, wire
+from autograder.sandbox import cgroups, confine, learner, wire
 from autograder.sandbox.uids import kill_uid
 from autograder.sandbox.wire import Outcome
 
@@ -39,23 +40,33 @@ def supervise(request, limits, lease):
     """Fork the learner's process, wait for it within the limits, clean up; an :class:`Outcome`.
 
     ``lease`` is the :class:`~autograder.sandbox.Lease` of the learner's uid
-    (None when not root).
+    (None when not root). As root the learner's process is moved into a cgroup of
+    its own (:func:`~autograder.sandbox.cgroups.make_submission_group`) before it runs
+    anything, and that cgroup is killed and removed however the submission ends.
+    Raises OSError or RuntimeError when the cgroup cannot be made or joined.
     """
     uid = lease.uid if lease else None
+    group = cgroups.make_submission_group(uid, limits.processes) if uid is not None else None
     scratch = tempfile.mkdtemp(prefix="grade-")
     log_path = scratch + ".log"
     if uid is not None:
         os.chown(scratch, uid, uid)
     read_fd, write_fd = os.pipe()
+    go_read, go_write = os.pipe()
     _become_subreaper()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
-        _learner(request, limits, uid, scratch, log_path, write_fd)
+        os.close(go_write)
+        _learner(request, limits, uid, scratch, log_path, write_fd, go_read)
     os.close(write_fd)
+    os.close(go_read)
     try:
-        raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
-        _kill_all(pid, lease)
+        try:
+            _let_go(pid, group, go_write)
+            raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
+        finally:  # however it ended, this supervisor's own failures included
+            _kill_all(pid, lease, group)
         tail, hits = _read_log(log_path)
         return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, hits)
     finally:
@@ -63,9 +74,24 @@ def supervise(request, limits, lease):
         Path(log_path).unlink(missing_ok=True)
 
 
-def _learner(request, limits, uid, scratch, log_path, write_fd):
-    """In the forked child, the learner's process: confine it, then run the code. Never returns."""
+def _let_go(pid, group, go_write):
+    """Move the learner's process into ``group`` (when there is one), then let it start:
+    it waits for this byte, so nothing it forks is left outside. Raises OSError."""
     try:
+        if group is not None:
+            cgroups.join(group, pid)
+        os.write(go_write, b"g")
+    finally:
+        os.close(go_write)
+
+
+def _learner(request, limits, uid, scratch, log_path, write_fd, go_read):
+    """In the forked child, the learner's process: wait until the supervisor has put it
+    in its cgroup, confine it, then run the code. Never returns."""
+    try:
+        if os.read(go_read, 1) != b"g":  # the supervisor failed: run nothing
+            os._exit(70)
+        os.close(go_read)
         confine.confine(request, limits, uid, scratch, log_path, write_fd)
         learner.serve(request, write_fd)
     finally:
@@ -109,8 +135,10 @@ def _exit_code(pid):
     return -info.si_status
 
 
-def _kill_all(pid, lease):
-    """Kill the learner's process group, reap the learner, then its whole uid."""
+def _kill_all(pid, lease, group):
+    """Kill the learner's process group, reap the learner, then its cgroup (every process
+    in it, whatever its uid, and the cgroup itself), then its whole uid, a second net
+    where there is a cgroup and the only one where there is none."""
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
             target()  # safe: the unreaped learner keeps its pid and group reserved
@@ -120,8 +148,11 @@ def _kill_all(pid, lease):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
+    emptied = group is None or cgroups.kill(group)
     if lease is not None:
         kill_uid(lease, reap=True)
+    if not emptied:
+        raise RuntimeError(f"processes of a submission outlived cgroup.kill in {group}")
 
 
 def _become_subreaper():

@@ -1,8 +1,8 @@
 """Sandbox uids: each running submission gets one that no other grader uses.
 
 Runs in the grader's process (:func:`lease_uid`, which also sweeps what a
-crashed grader left under the uid) and the supervisor's (:func:`kill_uid`
-after each submission). Only when grading runs as root; otherwise learner
+crashed grader left under the uid and in its cgroup) and the supervisor's
+(:func:`kill_uid` after each submission, a second net behind its cgroup). Only when grading runs as root; otherwise learner
 code runs as the grader's own user and there is nothing to lease.
 """
 import contextlib
@@ -13,6 +13,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.sandbox import cgroups
 
 SANDBOX_UID_BASE = 61000  # uid = base + slot; no passwd entry is needed
 UID_COUNT = 1000
@@ -56,12 +58,21 @@ def lease_uid(slot=0):
             continue
         try:
             lease = Lease(uid, fd)
-            kill_uid(lease)  # whatever a crashed grader left behind
+            _sweep(lease)  # whatever a crashed grader or supervisor left behind
             yield lease
         finally:
             os.close(fd)
         return
     raise RuntimeError("no free sandbox uid")
+
+
+def _sweep(lease):
+    """End what a crashed run left under ``lease``'s uid: its submission's cgroup
+    (every process in it, then the group), then every process of the uid."""
+    group = cgroups.submission_group(lease.uid)
+    if group is not None and not cgroups.kill(group):
+        raise RuntimeError(f"processes left in {group} outlived cgroup.kill")
+    kill_uid(lease)
 
 
 def kill_uid(lease, reap=False):

@@ -21,7 +21,7 @@ these additions, all only when the hub runs as root:
   reached through two UNIX sockets beside it. A port a learner's process listens on
   exists only in that namespace, where no browser connects.
 * **Nothing outlives the server**: it runs in a cgroup of its own
-  (:mod:`learner_cgroup`, joined before it drops to the learner's uid), and
+  (:mod:`autograder.sandbox.cgroups`, joined before it drops to the learner's uid), and
   when it stops everything in that cgroup is killed (``cgroup.kill``), whatever its uid
   or session, then every process of the learner's user too (one started outside the
   server, in a shell over SSH) (:meth:`CourseSpawner.stop`); the server runs with
@@ -53,10 +53,9 @@ from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Unicode
 
-import learner_cgroup
 import learner_net
 
-from autograder.sandbox import mounts
+from autograder.sandbox import cgroups, mounts
 from autograder.sandbox.uids import end_uid
 
 HERE = Path(__file__).resolve().parent
@@ -71,6 +70,7 @@ DEFAULTS = REPO / "autograder" / "defaults.py"
 # What learner_home.py runs with, beside lessons/ and release/ in the staging copy.
 STAGED = (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT, DEFAULTS)
 COURSE_LIB = ".course-lib"
+HUB_CGROUP = "course-hub"  # every server's cgroup is below <cgroup v2 root>/course-hub/
 
 
 def release_state():
@@ -154,7 +154,7 @@ class CourseSpawner(LocalProcessSpawner):
 
         def preexec():
             if group is not None:
-                learner_cgroup.join(group)  # before anything else: all it starts is in there
+                cgroups.join(group)  # before anything else: all it starts is in there
             confine()
             drop()
             no_new_privileges()
@@ -204,11 +204,11 @@ class CourseSpawner(LocalProcessSpawner):
     def make_cgroup(self):
         """The server's cgroup (emptied first: a server of before a crash), or None where
         there is no cgroup v2 with ``cgroup.kill`` (then said in the log)."""
-        group = learner_cgroup.make(*self.cgroup_names())
+        group = cgroups.make(HUB_CGROUP, *self.cgroup_names())
         if group is None:
             self.log.warning("no cgroup v2 with cgroup.kill here: %s's processes are ended "
                              "by uid only when the server stops", self.user.name)
-        elif not learner_cgroup.kill(group) or learner_cgroup.make(*self.cgroup_names()) is None:
+        elif not cgroups.kill(group) or cgroups.make(HUB_CGROUP, *self.cgroup_names()) is None:
             raise RuntimeError(f"could not empty the cgroup {group}")
         return group
 
@@ -216,9 +216,9 @@ class CourseSpawner(LocalProcessSpawner):
         """Kill everything in the server's cgroup and remove it (a no-op without one)."""
         group = self._cgroup
         if group is None:
-            root = learner_cgroup.v2_root()
-            group = root.joinpath(learner_cgroup.PARENT, *self.cgroup_names()) if root else None
-        if group is not None and not learner_cgroup.kill(group):
+            root = cgroups.v2_root()
+            group = root.joinpath(HUB_CGROUP, *self.cgroup_names()) if root else None
+        if group is not None and not cgroups.kill(group):
             self.log.error("processes of %s's server outlived cgroup.kill in %s",
                            self.user.name, group)
         self._cgroup = None

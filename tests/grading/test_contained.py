@@ -1,5 +1,10 @@
 """A submission's processes and memory end with it, whatever it tried.
 
+Graded as root with cgroup v2, one submission waits while the test, as root, puts a
+process of another uid (which no kill by the sandbox uid reaches) into the cgroup the
+learner's process runs in: that process is gone when the submission ends, and so is
+the cgroup, which was the submission's own.
+
 Graded as root (sandbox uid, namespaces), one submission: leaves System V shared
 memory and a /dev/shm file behind, and starts, in a session of its own, a setuid-root
 program that tries to make itself root (``setuid(0)``) and waits: without
@@ -9,12 +14,15 @@ had ``no_new_privs``.
 """
 import json
 import os
+import secrets
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from autograder.sandbox import cgroups
 from tests.course import grader_cli
 from tests.grading.helpers import released_notebook, with_answer
 
@@ -79,3 +87,92 @@ def test_nothing_of_a_submission_outlives_it(released_course, tmp_path, setuid_h
     assert _helper_processes(setuid_helper) == []
     assert KEY not in _shm_keys()
     assert not Path("/dev/shm/left-behind").exists()
+
+
+MARK = f"sbx{secrets.token_hex(4)}"  # the learner's process's name (comm: 15 bytes at most)
+WAITS = r'''
+import ctypes, os, time
+ctypes.CDLL(None).prctl(15, b"@MARK@", 0, 0, 0)  # PR_SET_NAME: its comm, which the test finds
+
+def intruder_is_here():  # started by the test, as another uid, named @MARK@-intruder
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"@MARK@-intruder"):
+                return True
+        except OSError:
+            pass
+    return False
+
+deadline = time.monotonic() + 30
+while not intruder_is_here() and time.monotonic() < deadline:
+    time.sleep(0.05)
+'''
+
+
+def _cgroup_of(pid):
+    """The cgroup (v2) folder ``pid`` is in."""
+    line = next(entry for entry in Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+                if entry.startswith("0::"))
+    return Path(str(cgroups.v2_root()) + line[3:].rstrip("/"))
+
+
+def _named(name):
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "comm").read_text().strip() == name:
+                return int(proc.name)
+        except OSError:
+            pass
+    return None
+
+
+@pytest.fixture(scope="module")
+def intruded(released_course, tmp_path_factory):
+    """Grade one submission; while it runs, move a ``sleep`` of uid 65534 (nobody) into
+    its learner's cgroup. ``(learner's cgroup, the grader's, the intruder's exit status
+    after grading (None: still running), the cgroup's folder still there)``."""
+    root = tmp_path_factory.mktemp("intruded")
+    nb = with_answer(released_notebook(released_course), WAITS.replace("@MARK@", MARK))
+    (root / "waits.ipynb").write_text(json.dumps(nb))
+    grader = grader_cli(root / "waits.ipynb", "--out", root / "grades", "--jobs", "1",
+                        "--timeout", "60", wait=False)
+    intruder = None
+    try:
+        deadline = time.monotonic() + 240
+        while (learner := _named(MARK)) is None and grader.poll() is None:
+            assert time.monotonic() < deadline, "the learner's process never started"
+            time.sleep(0.05)
+        assert learner is not None, grader.communicate()[1][-2000:]
+        group = _cgroup_of(learner)
+        intruder = subprocess.Popen(["bash", "-c", f"exec -a {MARK}-intruder sleep 600"],
+                                    user=65534, group=65534, start_new_session=True)
+        (group / "cgroup.procs").write_text(f"{intruder.pid}\n")
+        _, stderr = grader.communicate(timeout=300)
+        assert grader.returncode == 0, stderr[-2000:]
+        try:
+            ended = intruder.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            ended = None
+        yield group, _cgroup_of(os.getpid()), ended, group.exists()
+    finally:
+        grader.kill()
+        grader.communicate()
+        if intruder is not None:
+            intruder.kill()
+            intruder.wait()
+
+
+needs_cgroup = pytest.mark.skipif(os.geteuid() != 0 or cgroups.problem() is not None,
+                                  reason="a submission gets a cgroup as root with cgroup v2")
+
+
+@needs_cgroup
+def test_a_process_of_another_uid_in_its_cgroup_ends_with_the_submission(intruded):
+    assert intruded[2] == -signal.SIGKILL
+
+
+@needs_cgroup
+def test_a_submission_runs_in_a_cgroup_of_its_own_removed_after(intruded):
+    group, graders, _, left = intruded
+    assert group != graders and group.parent.name == cgroups.SANDBOX
+    assert not left
