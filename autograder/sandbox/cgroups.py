@@ -10,7 +10,8 @@ uids, sessions or parents become; only root may move a process out (the folders 
 root's). ``cgroup.kill`` (Linux 5.14) SIGKILLs every process in it at once, including
 those forked meanwhile. Hosts with only cgroup v1, or an older kernel, get None from
 :func:`make`: the callers then end processes by uid, and say so in their log.
-Making, emptying and removing a group costs about 0.2 ms (``benchmarks/``).
+Making a group, moving a process in, killing and removing it costs a few ms,
+most of it the move (``benchmarks/cgroup.py``).
 """
 from __future__ import annotations
 
