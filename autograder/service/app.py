@@ -343,7 +343,7 @@ class SubmissionHandler(Base):
         an instructor; anyone holding the id without the hub), else 404."""
         row = await self.db(self.store.get, sub_id) if SUBMISSION_ID.match(sub_id) else None
         if row is not None and self.person and not (
-                self.person.instructor or row["learner"] == self.person.name):
+                self.person.instructor or row.learner == self.person.name):
             row = None  # someone else's: answered exactly like an unknown id
         if row is None:
             raise Refused(404, "not_found", "no submission with this id")
@@ -352,8 +352,8 @@ class SubmissionHandler(Base):
     async def get(self, sub_id):
         row = await self.row(sub_id)
         data = submission_view(row)
-        if row["status"] == "queued":
-            data["estimated_wait_seconds"] = await self.wait_estimate(row["queue_position"])
+        if row.status == "queued":
+            data["estimated_wait_seconds"] = await self.wait_estimate(row.queue_position)
         self.send(200, data)
 
 
@@ -363,10 +363,10 @@ class SubmittedNotebook(SubmissionHandler):
 
     async def get(self, sub_id):
         row = await self.row(sub_id)
-        raw = await self.db(self.store.notebook, row["id"])
+        raw = await self.db(self.store.notebook, row.id)
         self.set_header("Content-Type", "application/x-ipynb+json")
         self.set_header("Content-Disposition",
-                        f'attachment; filename="{row["exercise"]}-{row["learner"]}-{row["id"][:8]}.ipynb"')
+                        f'attachment; filename="{row.exercise}-{row.learner}-{row.id[:8]}.ipynb"')
         self.finish(raw)
 
 

@@ -45,6 +45,7 @@ from sqlalchemy import (Column, Float, Index, Integer, LargeBinary, MetaData, St
 from sqlalchemy.engine import make_url
 
 from autograder import defaults
+from autograder.service.rows import Submission
 
 metadata = MetaData()
 submissions = Table(
@@ -324,9 +325,9 @@ class Store:
 
     # -- reading ----------------------------------------------------------
     def get(self, sub_id):
-        """The row for ``sub_id`` as a dict (without the notebook), or None.
+        """The :class:`Submission` ``sub_id`` (without the notebook), or None.
 
-        A queued row also has ``queue_position`` (1 = next).
+        A queued one also has ``queue_position`` (1 = next).
         """
         s = submissions.c
         cols = [c for c in submissions.c if c.name not in ("notebook", "client")]
@@ -334,13 +335,12 @@ class Store:
             row = conn.execute(select(*cols).where(s.id == sub_id)).mappings().first()
             if row is None:
                 return None
-            data = dict(row)
-            data["result"] = json.loads(data["result"]) if data["result"] else None
-            if data["status"] == "queued":
-                data["queue_position"] = conn.execute(
+            position = None
+            if row["status"] == "queued":
+                position = conn.execute(
                     select(func.count()).select_from(submissions).where(
                         s.status == "queued", s.seq < row["seq"])).scalar() + 1
-        return data
+        return Submission.of(row, queue_position=position)
 
     def notebook(self, sub_id):
         """The submitted notebook's bytes (as nbgrader's file holds them), or None."""
@@ -367,8 +367,8 @@ class Store:
         return (float(mean) if mean is not None else None), int(slots)
 
     def submissions(self, learner=None):
-        """Every submission (of ``learner``, if given) as dicts without the notebook,
-        oldest first; ``result`` parsed when done; ``regrade`` true for an instructor's
+        """Every submission (of ``learner``, if given) as :class:`Submission` without the
+        notebook, oldest first; ``regrade`` true for an instructor's
         regrade of an earlier one (the hub's listings and class view)."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.started_at,
@@ -379,7 +379,7 @@ class Store:
             query = query.where(s.learner == learner)
         with self._read() as conn:
             rows = conn.execute(query).mappings().all()
-        return [dict(r, result=json.loads(r["result"]) if r["result"] else None) for r in rows]
+        return [Submission.of(r) for r in rows]
 
     # -- grading ----------------------------------------------------------
     def claim(self, owner, lease, exclude=()):
@@ -387,7 +387,7 @@ class Store:
         Submissions of the exercises in ``exclude`` are left queued (their hidden tests
         cannot be loaded now).
 
-        The row dict has the notebook. Expired leases are claimable; a learner
+        The :class:`Submission` (``running``) has the notebook. Expired leases are claimable; a learner
         already being graded is passed over (graded one submission at a time).
         Clients take turns: a submission's turn is its place among its client's
         claimable ones plus the gradings its client started in the last
@@ -422,7 +422,7 @@ class Store:
                     lease_owner=owner, lease_until=now + lease)
                 .returning(s.seq, s.id, s.learner, s.exercise, s.notebook, s.submitted_at,
                            s.attempts)).mappings().one_or_none()
-        return dict(row) if row else None
+        return Submission.of(row, status="running") if row else None
 
     def renew(self, sub_id, owner, lease):
         """Extend ``owner``'s lease on ``sub_id``; False if it no longer holds it."""
@@ -515,18 +515,19 @@ class Store:
 
     # -- gradebook mirroring ------------------------------------------------
     def unsynced(self):
-        """Done submissions not yet mirrored into the gradebook, oldest first."""
+        """Done submissions not yet mirrored into the gradebook (:class:`Submission`, with
+        the notebook), oldest first."""
         s = submissions.c
         with self._read() as conn:
-            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.notebook,
+            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.status, s.notebook,
                                        s.submitted_at, s.result).where(
                 s.status == "done", s.gradebook.is_(None)).order_by(s.seq)).mappings().all()
-        return [dict(r, result=json.loads(r["result"])) for r in rows]
+        return [Submission.of(r) for r in rows]
 
     def graded(self, learner, exercise, notebooks=True):
-        """``learner``'s graded submissions of ``exercise``, oldest first, as the mirror
-        writes them (notebook, result parsed, ``gradebook`` state); without the
-        notebooks (no ``notebook`` key) when ``notebooks`` is false, for a view of scores."""
+        """``learner``'s graded submissions of ``exercise`` (:class:`Submission`), oldest
+        first, as the mirror writes them (notebook, ``gradebook`` state); without the
+        notebooks (``notebook`` None) when ``notebooks`` is false, for a view of scores."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.result,
                 s.gradebook] + ([s.notebook] if notebooks else [])
@@ -534,7 +535,7 @@ class Store:
             rows = conn.execute(select(*cols).where(
                 s.learner == learner, s.exercise == exercise, s.status == "done")
                 .order_by(s.seq)).mappings().all()
-        return [dict(r, result=json.loads(r["result"])) for r in rows]
+        return [Submission.of(r) for r in rows]
 
     def learners(self, exercise):
         """Every learner with a graded submission of ``exercise``, sorted."""

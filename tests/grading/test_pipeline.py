@@ -309,11 +309,13 @@ def test_every_door_grades_one_submission_with_the_same_unit(fake):
     hand-in gives the same result through either, the service's row naming its exercise
     to the zygote and preparing nothing else (the process did that once)."""
     from autograder.service.grading import grade_row
+    from autograder.service.rows import Submission
     sub = answer("ada")
     held = pipeline.Held()
     pipeline.grade_all(Source(sub, hide=()), held, LIMITS)
     one = pipeline.grade_one(sub, LIMITS, 0)
-    row = grade_row({"exercise": ASSIGNMENT, "learner": "bob", "notebook": b"\xff"}, LIMITS, 0)
+    row = grade_row(Submission(id="s", learner="bob", exercise=ASSIGNMENT, status="running",
+                               submitted_at=0.0, notebook=b"\xff"), LIMITS, 0)
     assert pipeline.digest(sub, LIMITS) == held.results[0].digest == one.digest
     assert ({**held.results[0].to_record(), "seconds": 0} == {**one.to_record(), "seconds": 0})
     assert fake.protected == [None] and fake.launched == [[ASSIGNMENT], [ASSIGNMENT]]
