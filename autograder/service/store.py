@@ -37,14 +37,13 @@ import os
 import secrets
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import (Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text,
                         and_, create_engine, event, func, inspect, or_, select, text, update)
 from sqlalchemy.engine import make_url
 
-from autograder import defaults
+from autograder.service.caps import CapReached, Caps, learner_cap, queue_cap  # noqa: F401
 from autograder.service.rows import Submission
 
 metadata = MetaData()
@@ -205,28 +204,6 @@ def make_engine(url):
                          connect_args={"connect_timeout": 5})
 
 
-class CapReached(Exception):
-    """A submission the queue will not take; ``kind`` is ``rate``, ``learner``,
-    ``client`` or ``queue``; ``count`` is what was counted against the limit and
-    ``oldest`` the time of the oldest counted submission (for ``rate``)."""
-
-    def __init__(self, kind, count, limit, oldest=None):
-        super().__init__(f"{kind}: {count} >= {limit}")
-        self.kind, self.count, self.limit, self.oldest = kind, count, limit, oldest
-
-
-@dataclass
-class Caps:
-    """Admission limits; 0 disables a cap."""
-
-    rate_count: int = defaults.RATE_COUNT
-    rate_seconds: float = defaults.RATE_SECONDS
-    per_learner: int = defaults.MAX_PER_LEARNER
-    per_client: int = defaults.MAX_PER_CLIENT
-    max_queue: int = defaults.MAX_QUEUE
-    learner_bytes: int = defaults.LEARNER_BYTES  # stored notebook bytes per learner
-
-
 def process_name():
     """``host:pid``: this process in the store (a lease owner is ``host:pid:slot``)."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -262,10 +239,11 @@ class Store:
         """Queue a submission if ``caps`` allow; return ``(id, replaced_ids, ahead)``.
 
         Checked and written in one transaction: the learner's rate and stored
-        bytes (``caps.learner_bytes``, this notebook included), then the learner's still-queued submission for ``exercise`` (replaced by this
-        one), then waiting submissions per learner, per client and in all.
-        ``ahead`` counts queued submissions before this one. Raises
-        :class:`CapReached` (nothing written) when a cap is reached.
+        bytes (``caps.learner_bytes``, this notebook included), then the learner's
+        still-queued submission for ``exercise`` (replaced by this one), then waiting
+        submissions per learner, per client and in all (the counts read here, the
+        decisions :mod:`autograder.service.caps`'). ``ahead`` counts queued submissions
+        before this one. Raises :class:`CapReached` (nothing written) when a cap is reached.
         """
         s = submissions.c
         now = time.time() if now is None else now
@@ -280,16 +258,15 @@ class Store:
                                           s.status == "queued")
                 .values(status="replaced", replaced_by=sub_id, finished_at=now)
                 .returning(s.id)).scalars().all()
-            for kind, cond, limit in (("learner", s.learner == learner, caps.per_learner),
-                                      ("client", s.client == client, caps.per_client),
-                                      ("queue", True, caps.max_queue)):
-                if limit:
-                    waiting = conn.execute(select(func.count()).select_from(submissions).where(
-                        cond, s.status == "queued")).scalar()
-                    if waiting >= limit:
-                        raise CapReached(kind, waiting, limit)  # rolls back the replacement too
-            ahead = conn.execute(select(func.count()).select_from(submissions)
-                                 .where(s.status == "queued")).scalar()
+            def queued(cond, limit=True):  # a disabled cap's count is not read
+                return conn.execute(select(func.count()).select_from(submissions).where(
+                    cond, s.status == "queued")).scalar() if limit else 0
+
+            ahead = queued(True)
+            cap = queue_cap(caps, learner=queued(s.learner == learner, caps.per_learner),
+                            client=queued(s.client == client, caps.per_client), queue=ahead)
+            if cap:
+                raise cap  # rolls back the replacement too
             conn.execute(submissions.insert().values(
                 id=sub_id, learner=learner, exercise=exercise, notebook=notebook_bytes,
                 client=client, status="queued", submitted_at=now))
@@ -305,17 +282,17 @@ class Store:
     @staticmethod
     def _learner_room(conn, learner, size, caps, now):
         s = submissions.c
+        recent, oldest, used = 0, None, 0  # a disabled cap's count is not read
         if caps.rate_count:
-            count, oldest = conn.execute(
+            recent, oldest = conn.execute(
                 select(func.count(), func.min(s.submitted_at)).where(
                     s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
-            if count >= caps.rate_count:
-                raise CapReached("rate", count, caps.rate_count, oldest)
         if caps.learner_bytes:  # length() of a blob reads its header, not its bytes
             used = conn.execute(select(func.coalesce(func.sum(func.length(s.notebook)), 0))
                                 .where(s.learner == learner)).scalar()
-            if used + size > caps.learner_bytes:
-                raise CapReached("quota", used, caps.learner_bytes)
+        cap = learner_cap(caps, size, recent, oldest, used)
+        if cap:
+            raise cap
 
     def waiting(self):
         """Submissions queued or running."""
