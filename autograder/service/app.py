@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import caps, classroom, lti_routes, out_of_date, recorded
+from autograder.service import caps, classroom, health, lti_routes, out_of_date, recorded
 from autograder.service.lateness import Lateness
 from autograder.service.handler import Base, Refused, echo, log, submission_view
 from autograder.service.store import CapReached, Caps, process_name, storage_problem
@@ -368,33 +368,20 @@ class Health(Base):
         return cache[1]
 
     async def get(self):
-        s = self.settings_
-        answer = {"ok": True, "exercises": list(s.exercises), "max_bytes": s.max_bytes,
-                  "problems": []}
+        read = {}  # what health.report is told
         try:  # a write, so a store that cannot be written shows here
             await self.db(self.store.heartbeat, self.application.settings["name"], "api")
-            answer["waiting"] = await self.db(self.store.waiting)
-            workers = await self.db(self.store.workers)
+            read["waiting"] = await self.db(self.store.waiting)
+            read["workers"] = await self.db(self.store.workers)
         except SQLAlchemyError as exc:
-            answer["problems"].append(storage_problem(exc))
-            workers = None
-        if self.grading and self.grading.problem():
-            answer["problems"].append(f"grading in this process: {self.grading.problem()}")
-        if workers is not None:
-            answer["workers"] = sum(slots for _, slots, _ in workers)
-            answer["problems"] += [f"worker {name}: {problem}" for name, _, problem in workers
-                                   if problem]
-            if not workers and answer["waiting"]:
-                answer["problems"].append(f"no grading worker has reported in the last 30 s; "
-                                          f"{answer['waiting']} submission(s) wait")
+            read["store_problem"] = storage_problem(exc)
+        read["grading_problem"] = self.grading.problem() if self.grading else None
         try:  # the gradebook may live in the same database, away with it
-            answer["warnings"] = await self.db(self.points_warnings) + await self.db(
+            read["warnings"] = await self.db(self.points_warnings) + await self.db(
                 out_of_date.penalties, self.store, self.application.settings["mirror"])
         except SQLAlchemyError as exc:
-            answer["warnings"] = []
-            answer["problems"].append(f"nbgrader's gradebook: {storage_problem(exc)}")
-        answer["ok"] = not answer["problems"]
-        self.send(200 if answer["ok"] else 503, answer)
+            read["gradebook_problem"] = storage_problem(exc)
+        self.send(*health.report(self.settings_.exercises, self.settings_.max_bytes, **read))
 
 
 class Config(Base):
