@@ -18,22 +18,37 @@ def listing(store, person, learner=None):
 
 
 def summary(store, rule, deadlines=None, rows=None):
+    """The class view of ``store`` (:func:`class_summary`), with ``deadlines`` (a
+    :class:`~autograder.service.lateness.Deadlines`; on time without it). ``rows``:
+    ``store.submissions()`` when the caller has read them already (the class page
+    reads them once)."""
+    due = deadlines.due if deadlines else _no_due
+    return class_summary(store.submissions() if rows is None else rows, rule,
+                         late_by(deadlines), due)
+
+
+def _no_due(exercise, learner):
+    return None
+
+
+def class_summary(rows, rule, lateness, due):
     """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
-    "checks": [...]}}``.
+    "checks": [...]}}``, from ``rows`` (:class:`~autograder.service.rows.Submission`
+    values, oldest first). ``lateness(row)``: its
+    :class:`~autograder.service.lateness.Lateness`; ``due(exercise, learner)``: the
+    aware datetime it is due for them, or None.
 
     For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
     grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
     ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
-    recorded submission ``late_seconds`` and ``penalty`` (``deadlines``, a
-    :class:`~autograder.service.lateness.Deadlines`; on time without it);
+    recorded submission ``late_seconds`` and ``penalty``;
     ``latest`` and ``best`` score among graded ones, ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
-    and ``pass_rate`` = passed / learners. ``rows``: ``store.submissions()`` when the
-    caller has read them already (the class page reads them once).
+    and ``pass_rate`` = passed / learners.
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
-    for row in store.submissions() if rows is None else rows:
+    for row in rows:
         ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row.learner, {
@@ -51,12 +66,11 @@ def summary(store, rule, deadlines=None, rows=None):
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
-    lateness = late_by(deadlines)
-    for (exercise, learner), rows in rows_of.items():
+    for (exercise, learner), mine in rows_of.items():
         who = view[exercise]["learners"][learner]
-        due = deadlines.due(exercise, learner) if deadlines else None
-        who["due"] = due.isoformat() if due else None
-        keep = recorded(rows, rule, lateness)
+        when = due(exercise, learner)
+        who["due"] = when.isoformat() if when else None
+        keep = recorded(mine, rule, lateness)
         if keep is not None:
             late = lateness(keep)
             who["recorded"], who["recorded_id"] = keep.score - late.penalty, keep.id
