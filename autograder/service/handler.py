@@ -146,7 +146,7 @@ def submission_view(sub):
     if sub.regrade_of:  # what it regrades: old -> new, with the points of each
         data["regrade_of"] = sub.regrade_of
     if sub.status == "done":
-        started, finished = sub.started_at or 0, sub.finished_at or 0
+        started, finished = (0 if t is None else t for t in (sub.started_at, sub.finished_at))
         data["seconds"] = {
             "waiting": round(started - sub.submitted_at, 3),
             "grading": round(finished - started, 3),
