@@ -43,6 +43,7 @@ from sqlalchemy import (Column, Float, Index, Integer, LargeBinary, MetaData, St
                         and_, create_engine, event, func, inspect, or_, select, text, update)
 from sqlalchemy.engine import make_url
 
+# CapReached and Caps live in caps.py (the decisions); importers find them here too
 from autograder.service.caps import CapReached, Caps, learner_cap, queue_cap  # noqa: F401
 from autograder.service.rows import Submission
 
@@ -241,8 +242,8 @@ class Store:
         Checked and written in one transaction: the learner's rate and stored
         bytes (``caps.learner_bytes``, this notebook included), then the learner's
         still-queued submission for ``exercise`` (replaced by this one), then waiting
-        submissions per learner, per client and in all (the counts read here, the
-        decisions :mod:`autograder.service.caps`'). ``ahead`` counts queued submissions
+        submissions per learner, per client and in all (the store reads the counts,
+        :mod:`autograder.service.caps` decides). ``ahead`` counts queued submissions
         before this one. Raises :class:`CapReached` (nothing written) when a cap is reached.
         """
         s = submissions.c
