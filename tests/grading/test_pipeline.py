@@ -11,6 +11,7 @@ import pytest
 from autograder import gradescope, judge, load, pipeline, results, sandbox
 from autograder.sandbox import Limits, Outcome
 from autograder.service.handler import submission_view
+from autograder.service.rows import Submission
 from tests.grading.helpers import ASSIGNMENT, SAMPLES
 
 LIMITS = Limits(seconds=5)
@@ -278,9 +279,9 @@ def test_a_grader_fault_shows_learners_no_traceback():
     result = _faulted()
     assert result.output == ("the grader failed on this submission (TypeError); "
                              "please tell your instructor")
-    row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
-           "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
-           "result": json.loads(json.dumps(result.to_record()))}
+    row = Submission.of({"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada",
+                         "status": "done", "submitted_at": 0.0, "started_at": 1.0,
+                         "finished_at": 2.0, "result": json.dumps(result.to_record())})
     learner_reads = [json.dumps(submission_view(row)), json.dumps(result.to_gradescope())]
     cut = gradescope.for_gradescope(result, "visible")
     learner_reads += [json.dumps(t) for t in cut["tests"] if t["visibility"] != "hidden"]
@@ -309,7 +310,6 @@ def test_every_door_grades_one_submission_with_the_same_unit(fake):
     hand-in gives the same result through either, the service's row naming its exercise
     to the zygote and preparing nothing else (the process did that once)."""
     from autograder.service.grading import grade_row
-    from autograder.service.rows import Submission
     sub = answer("ada")
     held = pipeline.Held()
     pipeline.grade_all(Source(sub, hide=()), held, LIMITS)
