@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import classroom, lti_routes, out_of_date, recorded
+from autograder.service import caps, classroom, health, lti_routes, out_of_date, recorded
 from autograder.service.lateness import Lateness
 from autograder.service.handler import Base, Refused, echo, log, submission_view
 from autograder.service.store import CapReached, Caps, process_name, storage_problem
@@ -132,12 +132,6 @@ def _stored(notebook):
     so never much larger than the request that held it (an indented dump of deeply
     nested lists grows with their depth: 5 MiB became 165 MB)."""
     return (json.dumps(notebook, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
-
-
-def _wait_words(seconds):
-    if seconds is None:
-        return "an unknown time (no grading worker is running right now)"
-    return f"about {seconds} s" if seconds < 120 else f"about {round(seconds / 60)} min"
 
 
 @tornado.web.stream_request_body
@@ -256,35 +250,17 @@ class SubmissionsHandler(Base):
                         "due": late.due.isoformat() if late.due else None,
                         "late": deadlines.words(late)})
 
-    async def refused_by(self, r, learner):
-        """The :class:`Refused` for a :class:`CapReached`, with an honest wait."""
-        caps = self.settings_.caps
-        if r.kind == "rate":
-            wait = max(1, int(r.oldest + caps.rate_seconds - time.time() + 1))
-            return Refused(429, "rate_limited", f"{learner} has sent {r.count} submissions in "
-                           f"the last {caps.rate_seconds:g} s (the limit); try again in {wait} s",
-                           {"Retry-After": str(wait)})
-        if r.kind == "quota":
-            return Refused(413, "over_quota", f"{learner}'s submissions take {r.count} bytes "
-                           f"of the {r.limit} a learner may store; this one does not fit: ask "
-                           "your instructor")
-        # The capped submissions are spread through the queue: the honest wait
-        # for them is the time the whole queue takes.
-        waiting = await self.db(self.store.waiting)
-        wait = await self.wait_estimate(waiting)
-        retry = {"Retry-After": str(wait or 60)}
-        if r.kind == "learner":
-            return Refused(429, "learner_queue_full", f"{learner} already has {r.count} "
-                           f"submissions waiting (the limit is {r.limit}); they should be "
-                           f"graded in {_wait_words(wait)}: send more after that", retry)
-        if r.kind == "client":
-            sender = (learner, "learner") if self.person else ("this address", "address")
-            return Refused(429, "client_queue_full", f"{r.count} submissions from {sender[0]} "
-                           f"are waiting (the limit is {r.limit} per {sender[1]}); they should "
-                           f"be graded in {_wait_words(wait)}: send more after that", retry)
-        return Refused(503, "queue_full", f"the grading queue is full ({waiting} submissions "
-                       f"waiting); at the current pace it clears in {_wait_words(wait)}: "
-                       "try again then", retry)
+    async def refused_by(self, cap, learner):
+        """The :class:`Refused` for a :class:`CapReached` (:func:`.caps.refusal`), with
+        an honest wait."""
+        waiting = wait = None
+        if caps.waits_on_queue(cap):
+            waiting = await self.db(self.store.waiting)
+            wait = await self.wait_estimate(waiting)
+        said = caps.refusal(cap, self.settings_.caps, learner, bool(self.person), time.time(),
+                            waiting, wait)
+        retry = {} if said.retry_after is None else {"Retry-After": str(said.retry_after)}
+        return Refused(said.status, said.code, said.message, retry)
 
     async def get(self):
         """Under the hub: the signed-in learner's submissions (see classroom)."""
@@ -343,7 +319,7 @@ class SubmissionHandler(Base):
         an instructor; anyone holding the id without the hub), else 404."""
         row = await self.db(self.store.get, sub_id) if SUBMISSION_ID.match(sub_id) else None
         if row is not None and self.person and not (
-                self.person.instructor or row["learner"] == self.person.name):
+                self.person.instructor or row.learner == self.person.name):
             row = None  # someone else's: answered exactly like an unknown id
         if row is None:
             raise Refused(404, "not_found", "no submission with this id")
@@ -352,8 +328,8 @@ class SubmissionHandler(Base):
     async def get(self, sub_id):
         row = await self.row(sub_id)
         data = submission_view(row)
-        if row["status"] == "queued":
-            data["estimated_wait_seconds"] = await self.wait_estimate(row["queue_position"])
+        if row.status == "queued":
+            data["estimated_wait_seconds"] = await self.wait_estimate(row.queue_position)
         self.send(200, data)
 
 
@@ -363,10 +339,10 @@ class SubmittedNotebook(SubmissionHandler):
 
     async def get(self, sub_id):
         row = await self.row(sub_id)
-        raw = await self.db(self.store.notebook, row["id"])
+        raw = await self.db(self.store.notebook, row.id)
         self.set_header("Content-Type", "application/x-ipynb+json")
         self.set_header("Content-Disposition",
-                        f'attachment; filename="{row["exercise"]}-{row["learner"]}-{row["id"][:8]}.ipynb"')
+                        f'attachment; filename="{row.exercise}-{row.learner}-{row.id[:8]}.ipynb"')
         self.finish(raw)
 
 
@@ -392,33 +368,20 @@ class Health(Base):
         return cache[1]
 
     async def get(self):
-        s = self.settings_
-        answer = {"ok": True, "exercises": list(s.exercises), "max_bytes": s.max_bytes,
-                  "problems": []}
+        read = {}  # what health.report is told
         try:  # a write, so a store that cannot be written shows here
             await self.db(self.store.heartbeat, self.application.settings["name"], "api")
-            answer["waiting"] = await self.db(self.store.waiting)
-            workers = await self.db(self.store.workers)
+            read["waiting"] = await self.db(self.store.waiting)
+            read["workers"] = await self.db(self.store.workers)
         except SQLAlchemyError as exc:
-            answer["problems"].append(storage_problem(exc))
-            workers = None
-        if self.grading and self.grading.problem():
-            answer["problems"].append(f"grading in this process: {self.grading.problem()}")
-        if workers is not None:
-            answer["workers"] = sum(slots for _, slots, _ in workers)
-            answer["problems"] += [f"worker {name}: {problem}" for name, _, problem in workers
-                                   if problem]
-            if not workers and answer["waiting"]:
-                answer["problems"].append(f"no grading worker has reported in the last 30 s; "
-                                          f"{answer['waiting']} submission(s) wait")
+            read["store_problem"] = storage_problem(exc)
+        read["grading_problem"] = self.grading.problem() if self.grading else None
         try:  # the gradebook may live in the same database, away with it
-            answer["warnings"] = await self.db(self.points_warnings) + await self.db(
+            read["warnings"] = await self.db(self.points_warnings) + await self.db(
                 out_of_date.penalties, self.store, self.application.settings["mirror"])
         except SQLAlchemyError as exc:
-            answer["warnings"] = []
-            answer["problems"].append(f"nbgrader's gradebook: {storage_problem(exc)}")
-        answer["ok"] = not answer["problems"]
-        self.send(200 if answer["ok"] else 503, answer)
+            read["gradebook_problem"] = storage_problem(exc)
+        self.send(*health.report(self.settings_.exercises, self.settings_.max_bytes, **read))
 
 
 class Config(Base):

@@ -65,8 +65,8 @@ def class_data(store, rule, deadlines=None, roster=None):
     view = summary(store, rule, deadlines, rows)
     times = defaultdict(list)
     for row in rows:
-        if not row["regrade"]:
-            times[(row["exercise"], row["learner"])].append(row["submitted_at"])
+        if not row.regrade:
+            times[(row.exercise, row.learner)].append(row.submitted_at)
     exercises = {name: _exercise(name, view.get(name) or _untried(rule, roster.points.get(name)),
                                  times, deadlines, roster)
                  for name in sorted(set(view) | set(roster.exercises))}

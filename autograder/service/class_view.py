@@ -1,12 +1,11 @@
 """The class as the store holds it, for the class views: a learner's listing and the
 class summary (per exercise and learner: recorded grade, lateness, latest feedback;
-per check: pass rate). Stored results are read back by :func:`autograder.results.stored`.
+per check: pass rate), from the store's :class:`~autograder.service.rows.Submission` values.
 """
 from collections import Counter
 
-from autograder import results
 from autograder.service.handler import Refused, submission_view
-from autograder.service.recorded import late_by, recorded, score
+from autograder.service.recorded import late_by, recorded
 
 
 def listing(store, person, learner=None):
@@ -15,58 +14,66 @@ def listing(store, person, learner=None):
     if learner != person.name and not person.instructor:
         raise Refused(403, "not_yours", "you can list your own submissions only")
     rows = store.submissions(learner)
-    return {"learner": learner, "submissions": [_public(r) for r in reversed(rows)]}
-
-
-def _public(row):
-    return submission_view(dict(row, queue_position=None, started_at=row["started_at"] or 0,
-                         finished_at=row["finished_at"] or 0))
+    return {"learner": learner, "submissions": [submission_view(r) for r in reversed(rows)]}
 
 
 def summary(store, rule, deadlines=None, rows=None):
+    """The class view of ``store`` (:func:`class_summary`), with ``deadlines`` (a
+    :class:`~autograder.service.lateness.Deadlines`; on time without it). ``rows``:
+    ``store.submissions()`` when the caller has read them already (the class page
+    reads them once)."""
+    due = deadlines.due if deadlines else _no_due
+    return class_summary(store.submissions() if rows is None else rows, rule,
+                         late_by(deadlines), due)
+
+
+def _no_due(exercise, learner):
+    return None
+
+
+def class_summary(rows, rule, lateness, due):
     """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
-    "checks": [...]}}``.
+    "checks": [...]}}``, from ``rows`` (:class:`~autograder.service.rows.Submission`
+    values, oldest first). ``lateness(row)``: its
+    :class:`~autograder.service.lateness.Lateness`; ``due(exercise, learner)``: the
+    aware datetime it is due for them, or None.
 
     For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
     grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
     ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
-    recorded submission ``late_seconds`` and ``penalty`` (``deadlines``, a
-    :class:`~autograder.service.lateness.Deadlines`; on time without it);
+    recorded submission ``late_seconds`` and ``penalty``;
     ``latest`` and ``best`` score among graded ones, ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
-    and ``pass_rate`` = passed / learners. ``rows``: ``store.submissions()`` when the
-    caller has read them already (the class page reads them once).
+    and ``pass_rate`` = passed / learners.
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
-    for row in store.submissions() if rows is None else rows:
-        ex = view.setdefault(row["exercise"], {"max_score": None, "recorded_rule": rule,
+    for row in rows:
+        ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
-        who = ex["learners"].setdefault(row["learner"], {
+        who = ex["learners"].setdefault(row.learner, {
             "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
             "late_seconds": 0.0, "penalty": 0.0, "latest": None,
             "best": None, "latest_id": None, "feedback": []})
-        who["submissions"] += not row["regrade"]  # a regrade is not a submission of theirs
-        rows_of.setdefault((row["exercise"], row["learner"]), []).append(row)
-        if row["status"] != "done" or row["result"] is None:
+        who["submissions"] += not row.regrade  # a regrade is not a submission of theirs
+        rows_of.setdefault((row.exercise, row.learner), []).append(row)
+        if row.status != "done" or row.result is None:
             continue
-        result = results.stored(row["result"], row["exercise"])
-        row["score"] = float(result.score)  # read once: the recorded rule asks again
-        latest.setdefault(row["exercise"], {})[row["learner"]] = result
+        result = row.result
+        latest.setdefault(row.exercise, {})[row.learner] = result
         ex["max_score"] = result.max_score
-        who["latest"], who["latest_id"] = result.score, row["id"]
+        who["latest"], who["latest_id"] = result.score, row.id
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
-    lateness = late_by(deadlines)
-    for (exercise, learner), rows in rows_of.items():
+    for (exercise, learner), mine in rows_of.items():
         who = view[exercise]["learners"][learner]
-        due = deadlines.due(exercise, learner) if deadlines else None
-        who["due"] = due.isoformat() if due else None
-        keep = recorded(rows, rule, lateness)
+        when = due(exercise, learner)
+        who["due"] = when.isoformat() if when else None
+        keep = recorded(mine, rule, lateness)
         if keep is not None:
             late = lateness(keep)
-            who["recorded"], who["recorded_id"] = score(keep) - late.penalty, keep["id"]
+            who["recorded"], who["recorded_id"] = keep.score - late.penalty, keep.id
             who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
     for exercise, ex in view.items():
         graded = list(latest.get(exercise, {}).values())

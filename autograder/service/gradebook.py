@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
-from autograder import exercises, results
+from autograder import exercises
 from autograder.exercises import current
 from autograder.results import atomic_write
 from autograder.service.lateness import Deadlines
@@ -71,13 +71,13 @@ class Mirror:
         return str(self.course / "gradebook.db") if self.sqlite else "the service's database"
 
     def record(self, row, penalty=0.0):
-        """Write one done submission (a :meth:`Store.graded` row) into the gradebook, with
-        its late ``penalty`` in points (nbgrader's ``late_submission_penalty``)."""
-        exercise, learner = row["exercise"], row["learner"]
-        result = results.stored(row["result"], exercise)
+        """Write one done :class:`~autograder.service.rows.Submission` (as :meth:`Store.graded`
+        reads it, with its notebook) into the gradebook, with its late ``penalty`` in points
+        (nbgrader's ``late_submission_penalty``)."""
+        exercise, learner, result = row.exercise, row.learner, row.result
         if any(c.grade_id is None for c in result.checks):
             raise NotReady("the result's checks do not match the exercise's hidden tests")
-        when = datetime.datetime.fromtimestamp(row["submitted_at"], datetime.timezone.utc)
+        when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.timezone.utc)
         if self.missing():
             raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
         with Gradebook(self.url) as gb:
@@ -95,7 +95,7 @@ class Mirror:
                 comment = gb.find_comment(cell.name, notebook, exercise, learner)
                 comment.auto_comment = "No response." if unattempted else None
             gb.db.commit()
-        self._write_notebook(exercise, learner, notebook, row["notebook"], when)
+        self._write_notebook(exercise, learner, notebook, row.notebook, when)
 
     def points_disagree(self, exercise, fix=False):
         """Where the gradebook's points for ``exercise`` differ from its hidden tests'

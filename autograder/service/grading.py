@@ -15,6 +15,7 @@ if it ran out meanwhile (the database was away longer than the lease) the
 result is discarded by :meth:`Store.finish` and the submission is graded
 again, so it still ends with exactly one result.
 """
+import dataclasses
 import logging
 import os
 import random
@@ -47,15 +48,16 @@ def lms_client():
 
 
 def grade_row(row, limits, slot):
-    """The :class:`~autograder.results.GradingResult` for a claimed row: its stored
+    """The :class:`~autograder.results.GradingResult` for a claimed
+    :class:`~autograder.service.rows.Submission`: its stored
     notebook bytes loaded as they are (no file is written) and graded by
     :func:`autograder.pipeline.grade_one`. The process prepared the sandbox once
     (:func:`autograder.service.config.start_grading`); naming the row's exercise to the
     zygote here starts a new one when its probe changed on disk since
     (:meth:`autograder.sandbox.Zygote.launch`). Never raises: a grader fault gives an
     ``error`` result whose ``fault`` holds the traceback."""
-    exercise = row["exercise"]
-    sub = load.from_bytes(row["learner"], row["notebook"], exercise, f"{exercise}.ipynb")
+    exercise = row.exercise
+    sub = load.from_bytes(row.learner, row.notebook, exercise, f"{exercise}.ipynb")
     try:
         sandbox.shared().launch([exercise])
     except Exception as exc:  # the zygote could not start: a grader fault, said to the learner
@@ -205,14 +207,14 @@ class GradingThreads:
             result = self._grade_renewing(row, slot, owner)
             if self.stopping.is_set():
                 return  # the lease runs out (or the next start requeues it)
-            if self._retry(self.store.finish, row["id"], owner, result.to_record()):
-                log.info("graded %s (%s): %g/%g in %.1f s", row["id"][:8], row["learner"],
+            if self._retry(self.store.finish, row.id, owner, result.to_record()):
+                log.info("graded %s (%s): %g/%g in %.1f s", row.id[:8], row.learner,
                          result.score, result.max_score, time.monotonic() - start)
                 self.sync_wanted.set()
                 self.passback_wanted.set()
             elif not self.stopping.is_set():
                 log.warning("lease on %s ran out before its result was stored: result "
-                            "discarded, the submission is graded again", row["id"][:8])
+                            "discarded, the submission is graded again", row.id[:8])
 
     def _grade_renewing(self, row, slot, owner):
         """Grade ``row`` while a thread renews its lease every third of it."""
@@ -221,10 +223,10 @@ class GradingThreads:
         def renew():
             while not done.wait(self.lease / 3):
                 try:
-                    if not self.store.renew(row["id"], owner, self.lease):
+                    if not self.store.renew(row.id, owner, self.lease):
                         return  # lost (expired and reclaimed): finish will say so
                 except SQLAlchemyError as exc:
-                    log.warning("renewing the lease on %s: %s", row["id"][:8],
+                    log.warning("renewing the lease on %s: %s", row.id[:8],
                                 storage_problem(exc))
 
         renewer = threading.Thread(target=renew, name=f"lease-{slot}", daemon=True)
@@ -234,7 +236,7 @@ class GradingThreads:
         finally:
             done.set()
         if result.fault:  # for the instructor: the learner reads only result.output
-            log.error("grading %s failed:\n%s", row["id"], result.fault)
+            log.error("grading %s failed:\n%s", row.id, result.fault)
         return result
 
     def _sync_loop(self):
@@ -279,7 +281,7 @@ class GradingThreads:
             keep = recorded(self.store.graded(learner, exercise), self.rule, lateness)
             if keep is not None:
                 self.mirror.record(keep, lateness(keep).penalty)
-                self.store.mark_recorded(learner, exercise, keep["id"])
+                self.store.mark_recorded(learner, exercise, keep.id)
         self.store.set_mark(DEADLINES_MARK, state)
         log.info("gradebook penalties written under the current late policy and deadlines")
 
@@ -291,7 +293,7 @@ class GradingThreads:
         holding up the others; the first such error is raised at the end.
         """
         errors = []
-        pairs = dict.fromkeys((r["learner"], r["exercise"]) for r in self.store.unsynced())
+        pairs = dict.fromkeys((r.learner, r.exercise) for r in self.store.unsynced())
         lateness = late_by(self.mirror.deadlines)
         for learner, exercise in pairs:
             if self.stopping.is_set():
@@ -300,13 +302,13 @@ class GradingThreads:
                             self.rule, lateness)
             if keep is None:  # regraded meanwhile: its new grading is synced when done
                 continue
-            if keep["gradebook"] != "recorded":
+            if keep.gradebook != "recorded":
                 try:  # the one notebook written, read alone
-                    keep = dict(keep, notebook=self.store.notebook(keep["id"]))
+                    keep = dataclasses.replace(keep, notebook=self.store.notebook(keep.id))
                     self.mirror.record(keep, lateness(keep).penalty)
                 except Exception as exc:  # retried on a later round
                     errors.append(exc)
                     continue
-            self.store.mark_recorded(learner, exercise, keep["id"])
+            self.store.mark_recorded(learner, exercise, keep.id)
         if errors:
             raise errors[0]

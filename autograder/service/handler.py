@@ -1,7 +1,7 @@
 """What every route of the grading service starts from: :class:`Base` (sign-in under
 the hub, JSON answers, errors in plain words, the database thread pool),
 :class:`Refused` (a refusal a client reads) and :func:`submission_view` (the public
-view of one stored submission, read back by :func:`autograder.results.stored`).
+view of one stored :class:`~autograder.service.rows.Submission`).
 """
 import asyncio
 import json
@@ -12,7 +12,6 @@ import time
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
-from autograder import results
 from autograder.service.store import storage_problem
 
 ECHO_CHARS = 80  # of a client's value quoted back in an error, at most
@@ -131,26 +130,27 @@ def echo(value):
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(text)} characters)"
 
 
-def submission_view(row):
-    """The public view of one submission (only its holder knows the id)."""
-    done = row["status"] in ("done", "regraded") and row["result"] is not None
-    data = {"id": row["id"], "exercise": row["exercise"], "learner": row["learner"],
-            "status": row["status"], "submitted_at": _iso(row["submitted_at"]),
-            "result": results.stored(row["result"], row["exercise"]).to_gradescope()
-            if done else None}
-    if row["status"] == "queued":
-        data["queue_position"] = row["queue_position"]
-    if row["status"] in ("replaced", "regraded"):
-        data["replaced_by"] = row["replaced_by"]
-    if row.get("regrade"):
+def submission_view(sub):
+    """The public view of one :class:`~autograder.service.rows.Submission` (a JSON-ready
+    dict; only its holder knows the id). Times missing from a done one count as 0."""
+    done = sub.status in ("done", "regraded") and sub.result is not None
+    data = {"id": sub.id, "exercise": sub.exercise, "learner": sub.learner,
+            "status": sub.status, "submitted_at": _iso(sub.submitted_at),
+            "result": sub.result.to_gradescope() if done else None}
+    if sub.status == "queued":
+        data["queue_position"] = sub.queue_position
+    if sub.status in ("replaced", "regraded"):
+        data["replaced_by"] = sub.replaced_by
+    if sub.regrade:
         data["regrade"] = True  # an instructor's regrade of an earlier submission
-    if row.get("regrade_of"):  # what it regrades: old -> new, with the points of each
-        data["regrade_of"] = json.loads(row["regrade_of"])
-    if row["status"] == "done":
+    if sub.regrade_of:  # what it regrades: old -> new, with the points of each
+        data["regrade_of"] = sub.regrade_of
+    if sub.status == "done":
+        started, finished = (0 if t is None else t for t in (sub.started_at, sub.finished_at))
         data["seconds"] = {
-            "waiting": round(row["started_at"] - row["submitted_at"], 3),
-            "grading": round(row["finished_at"] - row["started_at"], 3),
-            "total": round(row["finished_at"] - row["submitted_at"], 3)}
+            "waiting": round(started - sub.submitted_at, 3),
+            "grading": round(finished - started, 3),
+            "total": round(finished - sub.submitted_at, 3)}
     return data
 
 

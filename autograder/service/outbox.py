@@ -22,9 +22,9 @@ import time
 
 from sqlalchemy import and_, or_, select, update
 
-from autograder import exercises, results
+from autograder import exercises
 from autograder.service.ags import Failed
-from autograder.service.recorded import recorded, score
+from autograder.service.recorded import recorded
 from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
 
 LEASE_S = 60.0  # a post's lease: longer than a request's timeout
@@ -42,13 +42,13 @@ def wanted(store, rule, lateness):
     grade (after the late penalty) of each exercise they have a graded submission of."""
     rows_of = {}
     for row in store.submissions():
-        rows_of.setdefault((row["learner"], row["exercise"]), []).append(row)
+        rows_of.setdefault((row.learner, row.exercise), []).append(row)
     out = {}
     for key, rows in rows_of.items():
         keep = recorded(rows, rule, lateness)
         if keep is not None:
-            result = results.stored(keep["result"], keep["exercise"])
-            out[key] = (score(keep) - lateness(keep).penalty, float(result.max_score), keep["id"])
+            out[key] = (keep.score - lateness(keep).penalty, float(keep.result.max_score),
+                        keep.id)
     return out
 
 

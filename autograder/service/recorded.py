@@ -14,18 +14,10 @@ submission's score after its late penalty (:mod:`autograder.service.deadlines`):
 * ``latest``: the newest submission made before the deadline, whatever its score;
   the newest late one (with its penalty) only when none was on time.
 """
-from autograder import defaults, results
+from autograder import defaults
 from autograder.service.lateness import Lateness
 
 RULES = defaults.RECORDED_RULES
-
-
-def score(row):
-    """The score of a graded submission row (``result`` parsed, ``exercise``; or its
-    ``score`` already read, by the class view); a float."""
-    if "score" in row:
-        return row["score"]
-    return float(results.stored(row["result"], row["exercise"]).score)
 
 
 def on_time(row):
@@ -35,18 +27,21 @@ def on_time(row):
 
 def recorded(rows, rule, lateness=on_time):
     """The row that counts among ``rows`` (one learner's submissions of one exercise:
-    dicts with ``seq``, ``status``, ``result``, ``exercise``), or None when none is
-    graded. ``lateness(row)`` is the row's :class:`Lateness` (on time by default).
+    :class:`~autograder.service.rows.Submission`), or None when none is graded. ``lateness(row)`` is the row's :class:`Lateness` (on time by default).
     Raises ValueError for a rule not in :data:`RULES`."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r} for the recorded grade; one of {', '.join(RULES)}")
-    graded = [r for r in rows if r["status"] == "done" and r["result"] is not None]
+    graded = _graded(rows)
     if not graded:
         return None
     if rule == "latest":
         timely = [r for r in graded if not lateness(r).seconds]
-        return max(timely or graded, key=lambda r: r["seq"])
-    return max(graded, key=lambda r: (score(r) - lateness(r).penalty, r["seq"]))
+        return max(timely or graded, key=lambda r: r.seq)
+    return max(graded, key=lambda r: (r.score - lateness(r).penalty, r.seq))
+
+
+def _graded(rows):
+    return [r for r in rows if r.status == "done" and r.result is not None]
 
 
 def late_by(deadlines):
@@ -54,13 +49,12 @@ def late_by(deadlines):
     :class:`~autograder.service.lateness.Deadlines` (:func:`on_time` for None)."""
     if deadlines is None:
         return on_time
-    return lambda row: deadlines.assess(row["learner"], row["exercise"], row["submitted_at"],
-                                        score(row))
+    return lambda row: deadlines.assess(row.learner, row.exercise, row.submitted_at, row.score)
 
 
 def standing(rows, rule, lateness=on_time):
     """What the exercise page shows a learner about one exercise, from their graded
-    ``rows`` (as for :func:`recorded`, plus ``id`` and ``submitted_at``, epoch seconds):
+    ``rows`` (as for :func:`recorded`):
     ``{"rule", "recorded", "latest"}``, each of the last two None or ``{"id", "score",
     "max_score", "penalty", "submitted_at"}`` (score after the late penalty, in points;
     ``submitted_at`` ISO UTC). ``recorded`` is the grade (:func:`recorded`), ``latest``
@@ -68,14 +62,13 @@ def standing(rows, rule, lateness=on_time):
     def brief(row):
         if row is None:
             return None
-        result = results.stored(row["result"], row["exercise"])
         late = lateness(row)
-        return {"id": row["id"], "score": result.score - late.penalty,
-                "max_score": result.max_score, "penalty": late.penalty,
-                "submitted_at": _iso(row["submitted_at"])}
+        return {"id": row.id, "score": row.result.score - late.penalty,
+                "max_score": row.result.max_score, "penalty": late.penalty,
+                "submitted_at": _iso(row.submitted_at)}
 
-    graded = [r for r in rows if r["status"] == "done" and r["result"] is not None]
-    newest = max(graded, key=lambda r: r["seq"]) if graded else None
+    graded = _graded(rows)
+    newest = max(graded, key=lambda r: r.seq) if graded else None
     return {"rule": rule, "recorded": brief(recorded(rows, rule, lateness)), "latest": brief(newest)}
 
 

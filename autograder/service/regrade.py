@@ -21,7 +21,6 @@ turns with learners' new submissions (the regrade is one client of the queue,
 :meth:`Store.claim`). With ``--wait`` this command waits for them and prints each
 learner's old -> new score.
 """
-import json
 import sys
 import time
 
@@ -60,7 +59,7 @@ def main(argv=None):
     else:
         keep = [recorded(store.graded(learner, args.exercise), args.recorded, lateness)
                 for learner in store.learners(args.exercise)]
-    made = store.requeue([row["id"] for row in keep if row is not None], every=args.every)
+    made = store.requeue([row.id for row in keep if row is not None], every=args.every)
     what = "graded submission(s)" if args.every else "recorded submission(s)"
     print(f"{args.exercise}: {len(made)} {what} queued for grading with the current hidden "
           f"tests (version {version[:12]})")
@@ -75,21 +74,16 @@ def old_to_new(store, ids):
     ``learner: old/points -> new/points``, in the learners' order."""
     while True:
         rows = [store.get(i) for i in ids]
-        if all(r is None or r["status"] not in ("queued", "running") for r in rows):
+        if all(r is None or r.status not in ("queued", "running") for r in rows):
             break
         time.sleep(WAIT_POLL_S)
     lines = []
-    for row in sorted((r for r in rows if r), key=lambda r: (r["learner"], r["submitted_at"])):
-        was = row.get("regrade_of")
-        old = _points(json.loads(was) if was else None)
-        new = "not graded" if row["result"] is None else _points(_total(row["result"]))
-        lines.append(f"{row['learner']}: {old} -> {new}")
+    for row in sorted((r for r in rows if r), key=lambda r: (r.learner, r.submitted_at)):
+        old = _points(row.regrade_of)
+        new = "not graded" if row.result is None else _points(
+            {"score": row.result.score, "max_score": row.result.max_score})
+        lines.append(f"{row.learner}: {old} -> {new}")
     return lines
-
-
-def _total(result):
-    checks = result.get("checks") or []
-    return {"score": sum(c["score"] for c in checks), "max_score": sum(c["max_score"] for c in checks)}
 
 
 def _points(data):

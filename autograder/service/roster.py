@@ -34,8 +34,9 @@ class Roster:
     names: dict = field(default_factory=dict)
 
     def learner_rows(self, rows):
-        """``rows`` (the store's submissions, dicts with ``learner``) without instructors'."""
-        return [row for row in rows if row["learner"] not in self.instructors]
+        """``rows`` (the store's :class:`~autograder.service.rows.Submission` values) without
+        instructors'."""
+        return [row for row in rows if row.learner not in self.instructors]
 
 
 def of_gradebook(url, hub=None):

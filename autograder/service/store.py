@@ -37,14 +37,15 @@ import os
 import secrets
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from sqlalchemy import (Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text,
                         and_, create_engine, event, func, inspect, or_, select, text, update)
 from sqlalchemy.engine import make_url
 
-from autograder import defaults
+# CapReached and Caps live in caps.py (the decisions); importers find them here too
+from autograder.service.caps import CapReached, Caps, learner_cap, queue_cap  # noqa: F401
+from autograder.service.rows import Submission
 
 metadata = MetaData()
 submissions = Table(
@@ -204,28 +205,6 @@ def make_engine(url):
                          connect_args={"connect_timeout": 5})
 
 
-class CapReached(Exception):
-    """A submission the queue will not take; ``kind`` is ``rate``, ``learner``,
-    ``client`` or ``queue``; ``count`` is what was counted against the limit and
-    ``oldest`` the time of the oldest counted submission (for ``rate``)."""
-
-    def __init__(self, kind, count, limit, oldest=None):
-        super().__init__(f"{kind}: {count} >= {limit}")
-        self.kind, self.count, self.limit, self.oldest = kind, count, limit, oldest
-
-
-@dataclass
-class Caps:
-    """Admission limits; 0 disables a cap."""
-
-    rate_count: int = defaults.RATE_COUNT
-    rate_seconds: float = defaults.RATE_SECONDS
-    per_learner: int = defaults.MAX_PER_LEARNER
-    per_client: int = defaults.MAX_PER_CLIENT
-    max_queue: int = defaults.MAX_QUEUE
-    learner_bytes: int = defaults.LEARNER_BYTES  # stored notebook bytes per learner
-
-
 def process_name():
     """``host:pid``: this process in the store (a lease owner is ``host:pid:slot``)."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -261,10 +240,11 @@ class Store:
         """Queue a submission if ``caps`` allow; return ``(id, replaced_ids, ahead)``.
 
         Checked and written in one transaction: the learner's rate and stored
-        bytes (``caps.learner_bytes``, this notebook included), then the learner's still-queued submission for ``exercise`` (replaced by this
-        one), then waiting submissions per learner, per client and in all.
-        ``ahead`` counts queued submissions before this one. Raises
-        :class:`CapReached` (nothing written) when a cap is reached.
+        bytes (``caps.learner_bytes``, this notebook included), then the learner's
+        still-queued submission for ``exercise`` (replaced by this one), then waiting
+        submissions per learner, per client and in all (the store reads the counts,
+        :mod:`autograder.service.caps` decides). ``ahead`` counts queued submissions
+        before this one. Raises :class:`CapReached` (nothing written) when a cap is reached.
         """
         s = submissions.c
         now = time.time() if now is None else now
@@ -279,16 +259,15 @@ class Store:
                                           s.status == "queued")
                 .values(status="replaced", replaced_by=sub_id, finished_at=now)
                 .returning(s.id)).scalars().all()
-            for kind, cond, limit in (("learner", s.learner == learner, caps.per_learner),
-                                      ("client", s.client == client, caps.per_client),
-                                      ("queue", True, caps.max_queue)):
-                if limit:
-                    waiting = conn.execute(select(func.count()).select_from(submissions).where(
-                        cond, s.status == "queued")).scalar()
-                    if waiting >= limit:
-                        raise CapReached(kind, waiting, limit)  # rolls back the replacement too
-            ahead = conn.execute(select(func.count()).select_from(submissions)
-                                 .where(s.status == "queued")).scalar()
+            def queued(cond, limit=True):  # a disabled cap's count is not read
+                return conn.execute(select(func.count()).select_from(submissions).where(
+                    cond, s.status == "queued")).scalar() if limit else 0
+
+            ahead = queued(True)
+            cap = queue_cap(caps, learner=queued(s.learner == learner, caps.per_learner),
+                            client=queued(s.client == client, caps.per_client), queue=ahead)
+            if cap:
+                raise cap  # rolls back the replacement too
             conn.execute(submissions.insert().values(
                 id=sub_id, learner=learner, exercise=exercise, notebook=notebook_bytes,
                 client=client, status="queued", submitted_at=now))
@@ -304,17 +283,17 @@ class Store:
     @staticmethod
     def _learner_room(conn, learner, size, caps, now):
         s = submissions.c
+        recent, oldest, used = 0, None, 0  # a disabled cap's count is not read
         if caps.rate_count:
-            count, oldest = conn.execute(
+            recent, oldest = conn.execute(
                 select(func.count(), func.min(s.submitted_at)).where(
                     s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
-            if count >= caps.rate_count:
-                raise CapReached("rate", count, caps.rate_count, oldest)
         if caps.learner_bytes:  # length() of a blob reads its header, not its bytes
             used = conn.execute(select(func.coalesce(func.sum(func.length(s.notebook)), 0))
                                 .where(s.learner == learner)).scalar()
-            if used + size > caps.learner_bytes:
-                raise CapReached("quota", used, caps.learner_bytes)
+        cap = learner_cap(caps, size, recent, oldest, used)
+        if cap:
+            raise cap
 
     def waiting(self):
         """Submissions queued or running."""
@@ -324,9 +303,9 @@ class Store:
 
     # -- reading ----------------------------------------------------------
     def get(self, sub_id):
-        """The row for ``sub_id`` as a dict (without the notebook), or None.
+        """The :class:`Submission` ``sub_id`` (without the notebook), or None.
 
-        A queued row also has ``queue_position`` (1 = next).
+        A queued one also has ``queue_position`` (1 = next).
         """
         s = submissions.c
         cols = [c for c in submissions.c if c.name not in ("notebook", "client")]
@@ -334,13 +313,12 @@ class Store:
             row = conn.execute(select(*cols).where(s.id == sub_id)).mappings().first()
             if row is None:
                 return None
-            data = dict(row)
-            data["result"] = json.loads(data["result"]) if data["result"] else None
-            if data["status"] == "queued":
-                data["queue_position"] = conn.execute(
+            position = None
+            if row["status"] == "queued":
+                position = conn.execute(
                     select(func.count()).select_from(submissions).where(
                         s.status == "queued", s.seq < row["seq"])).scalar() + 1
-        return data
+        return Submission.of(row, queue_position=position)
 
     def notebook(self, sub_id):
         """The submitted notebook's bytes (as nbgrader's file holds them), or None."""
@@ -367,8 +345,8 @@ class Store:
         return (float(mean) if mean is not None else None), int(slots)
 
     def submissions(self, learner=None):
-        """Every submission (of ``learner``, if given) as dicts without the notebook,
-        oldest first; ``result`` parsed when done; ``regrade`` true for an instructor's
+        """Every submission (of ``learner``, if given) as :class:`Submission` without the
+        notebook, oldest first; ``regrade`` true for an instructor's
         regrade of an earlier one (the hub's listings and class view)."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.started_at,
@@ -379,7 +357,7 @@ class Store:
             query = query.where(s.learner == learner)
         with self._read() as conn:
             rows = conn.execute(query).mappings().all()
-        return [dict(r, result=json.loads(r["result"]) if r["result"] else None) for r in rows]
+        return [Submission.of(r) for r in rows]
 
     # -- grading ----------------------------------------------------------
     def claim(self, owner, lease, exclude=()):
@@ -387,7 +365,7 @@ class Store:
         Submissions of the exercises in ``exclude`` are left queued (their hidden tests
         cannot be loaded now).
 
-        The row dict has the notebook. Expired leases are claimable; a learner
+        The :class:`Submission` (``running``) has the notebook. Expired leases are claimable; a learner
         already being graded is passed over (graded one submission at a time).
         Clients take turns: a submission's turn is its place among its client's
         claimable ones plus the gradings its client started in the last
@@ -422,7 +400,7 @@ class Store:
                     lease_owner=owner, lease_until=now + lease)
                 .returning(s.seq, s.id, s.learner, s.exercise, s.notebook, s.submitted_at,
                            s.attempts)).mappings().one_or_none()
-        return dict(row) if row else None
+        return Submission.of(row, status="running") if row else None
 
     def renew(self, sub_id, owner, lease):
         """Extend ``owner``'s lease on ``sub_id``; False if it no longer holds it."""
@@ -515,18 +493,19 @@ class Store:
 
     # -- gradebook mirroring ------------------------------------------------
     def unsynced(self):
-        """Done submissions not yet mirrored into the gradebook, oldest first."""
+        """Done submissions not yet mirrored into the gradebook (:class:`Submission`, with
+        the notebook), oldest first."""
         s = submissions.c
         with self._read() as conn:
-            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.notebook,
+            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.status, s.notebook,
                                        s.submitted_at, s.result).where(
                 s.status == "done", s.gradebook.is_(None)).order_by(s.seq)).mappings().all()
-        return [dict(r, result=json.loads(r["result"])) for r in rows]
+        return [Submission.of(r) for r in rows]
 
     def graded(self, learner, exercise, notebooks=True):
-        """``learner``'s graded submissions of ``exercise``, oldest first, as the mirror
-        writes them (notebook, result parsed, ``gradebook`` state); without the
-        notebooks (no ``notebook`` key) when ``notebooks`` is false, for a view of scores."""
+        """``learner``'s graded submissions of ``exercise`` (:class:`Submission`), oldest
+        first, as the mirror writes them (notebook, ``gradebook`` state); without the
+        notebooks (``notebook`` None) when ``notebooks`` is false, for a view of scores."""
         s = submissions.c
         cols = [s.seq, s.id, s.learner, s.exercise, s.status, s.submitted_at, s.result,
                 s.gradebook] + ([s.notebook] if notebooks else [])
@@ -534,7 +513,7 @@ class Store:
             rows = conn.execute(select(*cols).where(
                 s.learner == learner, s.exercise == exercise, s.status == "done")
                 .order_by(s.seq)).mappings().all()
-        return [dict(r, result=json.loads(r["result"])) for r in rows]
+        return [Submission.of(r) for r in rows]
 
     def learners(self, exercise):
         """Every learner with a graded submission of ``exercise``, sorted."""

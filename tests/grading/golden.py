@@ -166,6 +166,7 @@ def service(group, subs, work):
     from autograder import pipeline, sandbox
     from autograder.service.handler import submission_view
     from autograder.service.grading import grade_row
+    from autograder.service.rows import Submission
 
     pipeline.prepare(exercises.names())
     seconds, memory = LIMITS[group]
@@ -174,12 +175,13 @@ def service(group, subs, work):
     def one(item, slot):
         name, (exercise, raw) = item
         learner = name.split("/")[0]
-        result = grade_row({"exercise": exercise, "learner": learner, "notebook": raw},
-                                limits, slot)
+        claimed = Submission(id="0" * 32, learner=learner, exercise=exercise, status="running",
+                             submitted_at=0.0, notebook=raw)
+        result = grade_row(claimed, limits, slot)
         stored = json.dumps(result.to_record())  # as Store.finish writes it
-        row = {"id": "0" * 32, "exercise": exercise, "learner": learner, "status": "done",
-               "submitted_at": 0.0, "started_at": 0.0, "finished_at": 0.0,
-               "result": json.loads(stored)}
+        row = Submission.of({"id": "0" * 32, "exercise": exercise, "learner": learner,
+                             "status": "done", "submitted_at": 0.0, "started_at": 0.0,
+                             "finished_at": 0.0, "result": stored})  # as Store.get reads it
         return name, {"stored": json.loads(stored), "reply": submission_view(row)}
 
     items = sorted(subs.items())

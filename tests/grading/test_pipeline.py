@@ -11,6 +11,7 @@ import pytest
 from autograder import gradescope, judge, load, pipeline, results, sandbox
 from autograder.sandbox import Limits, Outcome
 from autograder.service.handler import submission_view
+from autograder.service.rows import Submission
 from tests.grading.helpers import ASSIGNMENT, SAMPLES
 
 LIMITS = Limits(seconds=5)
@@ -278,9 +279,9 @@ def test_a_grader_fault_shows_learners_no_traceback():
     result = _faulted()
     assert result.output == ("the grader failed on this submission (TypeError); "
                              "please tell your instructor")
-    row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
-           "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
-           "result": json.loads(json.dumps(result.to_record()))}
+    row = Submission.of({"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada",
+                         "status": "done", "submitted_at": 0.0, "started_at": 1.0,
+                         "finished_at": 2.0, "result": json.dumps(result.to_record())})
     learner_reads = [json.dumps(submission_view(row)), json.dumps(result.to_gradescope())]
     cut = gradescope.for_gradescope(result, "visible")
     learner_reads += [json.dumps(t) for t in cut["tests"] if t["visibility"] != "hidden"]
@@ -313,7 +314,8 @@ def test_every_door_grades_one_submission_with_the_same_unit(fake):
     held = pipeline.Held()
     pipeline.grade_all(Source(sub, hide=()), held, LIMITS)
     one = pipeline.grade_one(sub, LIMITS, 0)
-    row = grade_row({"exercise": ASSIGNMENT, "learner": "bob", "notebook": b"\xff"}, LIMITS, 0)
+    row = grade_row(Submission(id="s", learner="bob", exercise=ASSIGNMENT, status="running",
+                               submitted_at=0.0, notebook=b"\xff"), LIMITS, 0)
     assert pipeline.digest(sub, LIMITS) == held.results[0].digest == one.digest
     assert ({**held.results[0].to_record(), "seconds": 0} == {**one.to_record(), "seconds": 0})
     assert fake.protected == [None] and fake.launched == [[ASSIGNMENT], [ASSIGNMENT]]

@@ -4,6 +4,7 @@ import json
 from autograder import gradescope, judge, results
 from autograder.results import CheckResult, GradingResult
 from autograder.service.handler import submission_view
+from autograder.service.rows import Submission
 from tests.grading.helpers import ASSIGNMENT
 
 
@@ -64,9 +65,9 @@ def test_every_edge_uses_the_one_conversion(tmp_path):
     result = _result()
     edge = result.to_gradescope()
     assert json.loads(results.write_results(tmp_path, "ada", result).read_text()) == edge
-    row = {"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada", "status": "done",
-           "submitted_at": 0.0, "started_at": 1.0, "finished_at": 2.0,
-           "result": json.loads(json.dumps(result.to_record()))}  # as the store keeps it
+    row = Submission.of({"id": "x" * 32, "exercise": ASSIGNMENT, "learner": "ada",
+                         "status": "done", "submitted_at": 0.0, "started_at": 1.0,
+                         "finished_at": 2.0, "result": json.dumps(result.to_record())})
     assert submission_view(row)["result"] == edge
     cut = gradescope.for_gradescope(result, "after_published")
     assert cut == {**{k: v for k, v in result.to_gradescope("after_published").items()

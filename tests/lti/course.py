@@ -77,6 +77,6 @@ class Course:
     def _finish(self, sub_id, points):
         owner = f"test:{os.getpid()}:0"
         row = self.store.claim(owner, 30.0)
-        assert row["id"] == sub_id, "one submission is queued at a time here"
-        assert self.store.finish(sub_id, owner, result(points, row["exercise"]).to_record())
+        assert row.id == sub_id, "one submission is queued at a time here"
+        assert self.store.finish(sub_id, owner, result(points, row.exercise).to_record())
         return sub_id

@@ -4,6 +4,7 @@ late policy of :mod:`autograder.late_policy` (``none``, ``zero``, ``per_day``), 
 due dates and an extension read from a real nbgrader gradebook (SQLite, made here
 with nbgrader's own API; no command, no server)."""
 import datetime
+from dataclasses import replace
 import sqlite3
 import warnings
 
@@ -14,6 +15,7 @@ from sqlalchemy.exc import SAWarning
 from autograder.results import CheckResult, GradingResult
 from autograder.service.lateness import Deadlines, Lateness
 from autograder.service.recorded import late_by, recorded, standing
+from autograder.service.rows import Submission
 
 DUE = datetime.datetime(2026, 12, 1, 12, 0)  # naive UTC, as nbgrader stores it
 HOUR, DAY = 3600.0, 86400.0
@@ -48,10 +50,14 @@ def at(hours_after_due):
     return DUE.replace(tzinfo=datetime.timezone.utc).timestamp() + hours_after_due * HOUR
 
 
-def row(seq, score, hours_after_due, learner="ann"):
-    """A graded submission row as the store gives it, with its score already read."""
-    return {"seq": seq, "id": f"s{seq}", "status": "done", "result": "{}", "exercise": "ex",
-            "learner": learner, "submitted_at": at(hours_after_due), "score": score}
+def row(seq, score, hours_after_due, learner="ann", status="done"):
+    """A graded :class:`Submission` as the store gives it, its one check scoring ``score``
+    of 10 points."""
+    check = CheckResult("test_values", "values", score, 10.0,
+                        "passed" if score == 10.0 else "failed", "")
+    return Submission(id=f"s{seq}", learner=learner, exercise="ex", status=status,
+                      submitted_at=at(hours_after_due), seq=seq,
+                      result=GradingResult((check,), "", "graded", exercise="ex"))
 
 
 @pytest.mark.parametrize("late_h, penalty", [(-1, 0.0), (0.5, 2.0), (24, 2.0), (24.01, 4.0),
@@ -80,29 +86,29 @@ def test_best_compares_scores_after_their_penalty(tmp_path, method, best_seq, be
     deadlines = course(tmp_path, method, per_day=1.0)
     rows = [row(1, 7.0, -2), row(2, 10.0, 30)]
     lateness = late_by(deadlines)
-    assert recorded(rows, "best", lateness)["seq"] == best_seq
+    assert recorded(rows, "best", lateness).seq == best_seq
     assert score_after(rows, "best", lateness) == best_score
 
 
 def test_per_day_can_leave_the_on_time_grade_standing(tmp_path):
     deadlines = course(tmp_path, "per_day", per_day=3.0)
     rows = [row(1, 7.0, -2), row(2, 10.0, 30)]  # 10 - 2 days * 3 = 4 < 7
-    assert recorded(rows, "best", late_by(deadlines))["seq"] == 1
+    assert recorded(rows, "best", late_by(deadlines)).seq == 1
 
 
 def test_latest_takes_the_newest_on_time_and_a_late_one_only_when_none_was(tmp_path):
     lateness = late_by(course(tmp_path, "per_day", per_day=1.0))
     on_time_and_late = [row(1, 9.0, -5), row(2, 4.0, -1), row(3, 10.0, 2)]
-    assert recorded(on_time_and_late, "latest", lateness)["seq"] == 2  # a worse newer one counts
+    assert recorded(on_time_and_late, "latest", lateness).seq == 2  # a worse newer one counts
     only_late = [row(1, 9.0, 2), row(2, 6.0, 26)]
-    assert recorded(only_late, "latest", lateness)["seq"] == 2
+    assert recorded(only_late, "latest", lateness).seq == 2
     assert score_after(only_late, "latest", lateness) == 4.0  # 26 h: two days
 
 
 def test_ungraded_rows_never_count_and_an_unknown_rule_is_refused(tmp_path):
     lateness = late_by(course(tmp_path, "zero"))
-    rows = [row(1, 5.0, -1), {**row(2, 10.0, -1), "status": "queued", "result": None}]
-    assert recorded(rows, "best", lateness)["seq"] == 1
+    rows = [row(1, 5.0, -1), replace(row(2, 10.0, -1), status="queued", result=None)]
+    assert recorded(rows, "best", lateness).seq == 1
     assert recorded([rows[1]], "best", lateness) is None
     with pytest.raises(ValueError, match="unknown rule 'highest'"):
         recorded(rows, "highest", lateness)
@@ -110,21 +116,17 @@ def test_ungraded_rows_never_count_and_an_unknown_rule_is_refused(tmp_path):
 
 def test_equal_scores_keep_the_newest(tmp_path):
     rows = [row(1, 8.0, -3), row(2, 8.0, -2)]
-    assert recorded(rows, "best", late_by(None))["seq"] == 2
+    assert recorded(rows, "best", late_by(None)).seq == 2
 
 
 def score_after(rows, rule, lateness):
     """The recorded row's score minus its penalty, as the page and the gradebook show it."""
     chosen = recorded(rows, rule, lateness)
-    return chosen["score"] - lateness(chosen).penalty
+    return chosen.score - lateness(chosen).penalty
 
 
 def test_standing_shows_the_penalty_it_took_off(tmp_path):
     lateness = late_by(course(tmp_path, "per_day", per_day=1.0))
-    check = CheckResult("test_values", "values", 10.0, 10.0, "passed", "Passed.")
-    stored = GradingResult((check,), "1 of 1 checks passed.", "graded", exercise="ex").to_record()
-    graded = {**row(1, 10.0, 30), "result": stored}
-    del graded["score"]  # the page reads the stored result, as here
-    shown = standing([graded], "best", lateness)
+    shown = standing([row(1, 10.0, 30)], "best", lateness)
     assert shown["recorded"]["penalty"] == 2.0 and shown["recorded"]["score"] == 8.0
     assert shown["recorded"]["max_score"] == 10.0 and shown["latest"]["id"] == "s1"

@@ -4,9 +4,16 @@ import time
 
 import pytest
 
+from autograder.results import CheckResult, GradingResult
 from autograder.service.store import CapReached, Caps, Store
 
 NB = b'{"cells": []}'
+
+
+def points(score):
+    """A stored result (:meth:`GradingResult.to_record`) scoring ``score`` of 3 points."""
+    check = CheckResult("t1", "t1", float(score), 3.0, "passed" if score == 3 else "failed", "")
+    return GradingResult(checks=(check,), output="", status="graded").to_record()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -24,47 +31,47 @@ def add(store, learner, exercise="update_with_donate", client="10.0.0.1", caps=N
 
 def test_a_result_from_an_expired_lease_is_discarded(store):
     sub = add(store, "ada")
-    assert store.claim("host:1:0", lease=0.5)["id"] == sub
+    assert store.claim("host:1:0", lease=0.5).id == sub
     assert store.claim("host:2:0", lease=30) is None  # leased: nobody else takes it
     time.sleep(0.7)
     assert not store.renew(sub, "host:1:0", 30)  # too late to renew
     again = store.claim("host:2:0", lease=30)  # expired: claimable
-    assert again["id"] == sub and again["attempts"] == 2
-    assert not store.finish(sub, "host:1:0", {"score": 1})  # the first worker's late result
-    assert store.finish(sub, "host:2:0", {"score": 2})
-    assert not store.finish(sub, "host:2:0", {"score": 3})  # one result, once
+    assert again.id == sub and again.attempts == 2
+    assert not store.finish(sub, "host:1:0", points(1))  # the first worker's late result
+    assert store.finish(sub, "host:2:0", points(2))
+    assert not store.finish(sub, "host:2:0", points(3))  # one result, once
     row = store.get(sub)
-    assert (row["status"], row["graded"], row["result"]) == ("done", 1, {"score": 2})
+    assert (row.status, row.graded, row.result.score) == ("done", 1, 2.0)
 
 
 def test_an_expired_lease_nobody_took_still_discards_the_result(store):
     sub = add(store, "ada")
     store.claim("host:1:0", lease=0.3)
     time.sleep(0.5)
-    assert not store.finish(sub, "host:1:0", {"score": 1})
-    assert store.get(sub)["graded"] == 0
+    assert not store.finish(sub, "host:1:0", points(1))
+    assert store.get(sub).graded == 0
 
 
 def test_a_learner_holds_one_slot_while_others_wait(store):
     hog = [add(store, "hog", exercise) for exercise in ("update_with_donate", "donation_report")]
     fair = add(store, "ann")
-    assert store.claim("w:1:0", 30)["id"] == hog[0]
-    assert store.claim("w:1:1", 30)["id"] == fair  # not hog's second
+    assert store.claim("w:1:0", 30).id == hog[0]
+    assert store.claim("w:1:1", 30).id == fair  # not hog's second
     assert store.claim("w:1:2", 30) is None  # hog's second waits for hog's first
     assert store.finish(hog[0], "w:1:0", {})
-    assert store.claim("w:1:2", 30)["id"] == hog[1]
+    assert store.claim("w:1:2", 30).id == hog[1]
 
 
 def test_newest_wins_while_queued(store):
     first = add(store, "ann")
     second = add(store, "ann")
     other = add(store, "ann", "donation_report")  # another exercise is not replaced
-    assert store.get(first)["status"] == "replaced"
-    assert store.get(first)["replaced_by"] == second
-    assert store.claim("w:1:0", 30)["id"] == second
+    assert store.get(first).status == "replaced"
+    assert store.get(first).replaced_by == second
+    assert store.claim("w:1:0", 30).id == second
     third = add(store, "ann")  # the running one is not replaced
-    assert store.get(second)["status"] == "running"
-    assert {store.get(i)["status"] for i in (third, other)} == {"queued"}
+    assert store.get(second).status == "running"
+    assert {store.get(i).status for i in (third, other)} == {"queued"}
 
 
 def test_caps_refuse_and_store_nothing(store):
@@ -93,14 +100,14 @@ def test_a_crashed_process_on_this_host_frees_its_leases_and_locks(store):
     """A restart after a crash mirrors the gradebook at once: the dead process's
     gradebook lock does not hold it back for the lock's 120 s (nor its leases for theirs)."""
     sub = add(store, "ada")
-    assert store.claim("here:11:0", lease=600)["id"] == sub
+    assert store.claim("here:11:0", lease=600).id == sub
     assert store.take_lock("gradebook", "here:11", 120.0)
     assert store.take_lock("other", "there:12", 120.0)  # another host's: left to expire
     assert not store.take_lock("gradebook", "here:13", 120.0)
     assert store.release_dead("here", alive=lambda pid: pid != 11) == 1
     assert store.take_lock("gradebook", "here:13", 120.0)
     assert not store.take_lock("other", "here:13", 120.0)
-    assert store.claim("here:13:0", lease=30)["id"] == sub
+    assert store.claim("here:13:0", lease=30).id == sub
 
 
 def test_a_learner_stores_no_more_than_their_quota(store):
@@ -123,10 +130,10 @@ def test_a_view_of_scores_reads_no_notebook(store):
 
     sub = add(store, "ada")
     store.claim("host:1:0", lease=30)
-    store.finish(sub, "host:1:0", {"score": 1})
+    store.finish(sub, "host:1:0", points(1))
     statements = []
     event.listen(store.engine, "before_cursor_execute",
                  lambda conn, cursor, sql, *rest: statements.append(sql))
     rows = store.graded("ada", "update_with_donate", notebooks=False)
-    assert [r["id"] for r in rows] == [sub] and "notebook" not in rows[0]
+    assert [r.id for r in rows] == [sub] and rows[0].notebook is None
     assert statements and not any("notebook" in sql for sql in statements), statements
