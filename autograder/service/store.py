@@ -36,6 +36,7 @@ import json
 import os
 import secrets
 import socket
+import statistics
 import time
 from pathlib import Path
 
@@ -329,20 +330,21 @@ class Store:
     def pace(self, window=600.0):
         """``(seconds per grading, grading slots alive)`` from recent history.
 
-        Seconds are the mean grading time of the last 50 results in ``window``
-        seconds (None when there are none); slots count the threads of worker
-        processes seen in the last 30 s.
+        Seconds are the median grading time of the last 50 results in ``window``
+        seconds (None when there are none): the median, so that one slow grading (the
+        first after a start, which waits for the zygote to import JAX, or a learner's
+        timeout) does not multiply every wait the API promises. Slots count the threads
+        of worker processes seen in the last 30 s.
         """
         s, p = submissions.c, processes.c
         now = time.time()
         with self._read() as conn:
-            recent = select((s.finished_at - s.started_at).label("t")).where(
+            recent = conn.execute(select(s.finished_at - s.started_at).where(
                 s.status == "done", s.finished_at >= now - window).order_by(
-                s.seq.desc()).limit(50).subquery()
-            mean = conn.execute(select(func.avg(recent.c.t))).scalar()
+                s.seq.desc()).limit(50)).scalars().all()
             slots = conn.execute(select(func.coalesce(func.sum(p.slots), 0)).where(
                 p.role == "worker", p.seen_at >= now - 30)).scalar()
-        return (float(mean) if mean is not None else None), int(slots)
+        return (float(statistics.median(recent)) if recent else None), int(slots)
 
     def submissions(self, learner=None):
         """Every submission (of ``learner``, if given) as :class:`Submission` without the

@@ -137,3 +137,20 @@ def test_a_view_of_scores_reads_no_notebook(store):
     rows = store.graded("ada", "update_with_donate", notebooks=False)
     assert [r.id for r in rows] == [sub] and rows[0].notebook is None
     assert statements and not any("notebook" in sql for sql in statements), statements
+
+
+def test_the_pace_is_the_median_grading_so_one_slow_grading_inflates_no_promise(store):
+    from sqlalchemy import update
+
+    from autograder.service.store import submissions
+    taken = {}
+    for learner, seconds in (("cold", 30.0), ("ann", 1.0), ("bob", 2.0)):
+        sub = add(store, learner)
+        store.claim("host:1:0", 30)
+        assert store.finish(sub, "host:1:0", points(3))
+        taken[sub] = seconds
+    with store.engine.begin() as conn:  # the first grading waited for a zygote to start
+        for sub, seconds in taken.items():
+            conn.execute(update(submissions).where(submissions.c.id == sub)
+                         .values(finished_at=submissions.c.started_at + seconds))
+    assert store.pace()[0] == 2.0
