@@ -1,5 +1,6 @@
-# The course's entry points. Every target creates .venv from requirements.txt
-# when it is missing or older than requirements.txt.
+# The course's entry points. Every target creates .venv from requirements.txt and
+# installs the course itself into it, editable (pyproject.toml), when it is missing or
+# older than either file.
 #   make serve   build the site and serve it (the main job)
 #   make hub     the course for a class: JupyterHub, sign-in, a JupyterLab per learner
 #   make book    build the site only
@@ -39,13 +40,16 @@ $(NODE_DEPS): package.json package-lock.json
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-$(VENV)/.installed: requirements.txt
+# The course is installed editable after the pins (no dependencies of its own): .venv's
+# interpreters import autograder, scripts, deploy.hub, ... from this checkout.
+$(VENV)/.installed: requirements.txt pyproject.toml
 	@echo "==> creating $(VENV) and installing requirements.txt (first run takes a few minutes)"
 	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || { \
 	  base=$$(PYTHON="$(PYTHON)" scripts/find_python.sh) || exit 1; \
 	  echo "==> $(VENV) from $$base"; rm -rf $(VENV); "$$base" -m venv $(VENV); }
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet --progress-bar off -r requirements.txt
+	@$(BIN)/python -m pip install --quiet --progress-bar off --no-deps -e .
 	@touch $@
 
 # Released again only when what a release is made of changed (an unchanged make serve

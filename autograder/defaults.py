@@ -128,8 +128,10 @@ DRIFT_PYTHON = "/usr/bin/python3.11"
 no download beyond the package registries); ``DRIFT_PYTHON=...`` picks another."""
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-"""The course checkout this file is in (the grading service's database and course
-default to places in it; in a learner's home, where no such setting is read, it means nothing)."""
+"""The course checkout this file is in: the one place that says where it is (every other
+module, script, test and benchmark imports it; the course is installed editable, so this
+file is always the checkout's). The grading service's database and course default to
+places in it; in a learner's home, where no such setting is read, it means nothing."""
 
 
 # -- the table of settings -----------------------------------------------------------

@@ -167,7 +167,7 @@ def _imports(exercise):
                "autograder.gradescope", "autograder.sandbox.zygote", "autograder.exercises.common",
                "IPython.core.inputtransformer2", "nbformat", *_notebook_imports(exercise)]
     proc = subprocess.run([sys.executable, "-c", _LIST_IMPORTS, exercise, *entries], cwd=sandbox.REPO,
-                          env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(sandbox.REPO)),
+                          env=dict(os.environ, JAX_PLATFORMS="cpu"),
                           capture_output=True, text=True, check=True)
     loaded = json.loads(proc.stdout.splitlines()[-1])
     files = sorted(str(Path(f).resolve().relative_to(sandbox.REPO)) for n, f in loaded.items()

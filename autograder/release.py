@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 
 from autograder import defaults, exercises
+from autograder.defaults import CHECKOUT as REPO
 
-REPO = Path(__file__).resolve().parent.parent
 REFUSED = 3  # exit status of a release refused before anything was touched
 
 

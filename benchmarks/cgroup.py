@@ -18,10 +18,8 @@ import signal
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from autograder.sandbox import cgroups  # noqa: E402
+from autograder.sandbox import cgroups
 
 SUBMISSION_S = 0.3  # one submission's grading, learner process start to outcome
 

@@ -16,18 +16,15 @@ import argparse
 import json
 import random
 import secrets
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from autograder.exercises import names  # noqa: E402
-from autograder.judge import hidden_tests  # noqa: E402
-from autograder.results import CheckResult, GradingResult  # noqa: E402
-from autograder.service import class_page, class_plots, class_stats  # noqa: E402
-from autograder.service.store import Store, submissions  # noqa: E402
+from autograder.exercises import names
+from autograder.judge import hidden_tests
+from autograder.results import CheckResult, GradingResult
+from autograder.service import class_page, class_plots, class_stats
+from autograder.service.store import Store, submissions
 
 SHAPES = ("jit__lambda donates {a} of its {b} arguments; state still alive",
           "max abs error {a}.5 at index ({b}, {a})", "float{b}[{a}] instead of float32[{a}]")

@@ -23,21 +23,17 @@ import argparse
 import os
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-from autograder.service import lms_roster, lti_tool, outbox  # noqa: E402
-from autograder.service.ags import Client  # noqa: E402
-from autograder.service.recorded import late_by  # noqa: E402
-from run import grade_class, make_course  # noqa: E402  (benchmarks/run.py)
-from tests.lti.course import Course, max_points  # noqa: E402
-from tests.lti.platform import Platform  # noqa: E402
+from autograder.service import lms_roster, lti_tool, outbox
+from autograder.service.ags import Client
+from autograder.service.recorded import late_by
+from benchmarks.run import grade_class, make_course
+from tests.lti.course import Course, max_points
+from tests.lti.platform import Platform
 
 
 def percentile(values, q):

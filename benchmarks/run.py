@@ -23,15 +23,14 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.defaults import CHECKOUT as REPO, release_argv, site_build_argv
+from tests.grading.helpers import SAMPLES, with_answer
+
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(REPO))
-from autograder.defaults import release_argv, site_build_argv  # noqa: E402
-from tests.grading.helpers import SAMPLES, with_answer  # noqa: E402
 
 EQUIVALENT = ["reference", "lambda_helper", "partial_decorator", "donate_argnames", "jnp_add",
               "jitted_entry_point", "prints_and_tries"]
-ENV = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO),
+ENV = dict(os.environ, JAX_PLATFORMS="cpu",
            PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 

@@ -35,19 +35,18 @@ import time
 import urllib.request
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.defaults import CHECKOUT as REPO, release_argv
+from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+from tests.processes import free_port
+from tests.service.running import read_rows
+from tests.service.postgres import Cluster
+
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(REPO))
-from autograder.defaults import release_argv  # noqa: E402
-from tests.grading.helpers import SAMPLES, released_notebook, with_answer  # noqa: E402
-from tests.processes import free_port  # noqa: E402
-from tests.service.running import read_rows  # noqa: E402
-from tests.service.postgres import Cluster  # noqa: E402
 
 EQUIVALENT = ["reference", "lambda_helper", "partial_decorator", "donate_argnames", "jnp_add",
               "jitted_entry_point", "prints_and_tries"]
 EXERCISE = "update_with_donate"
-ENV = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(REPO),
+ENV = dict(os.environ, JAX_PLATFORMS="cpu",
            PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
 
 

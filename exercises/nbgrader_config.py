@@ -4,7 +4,6 @@ Run nbgrader from this folder: `nbgrader generate_assignment update_with_donate`
 `nbgrader autograde update_with_donate`, `nbgrader generate_feedback ...`.
 """
 import os
-import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
@@ -13,11 +12,10 @@ HERE = Path(__file__).resolve().parent
 c.CourseDirectory.root = str(HERE)
 c.CourseDirectory.course_id = "jax-donation"
 
-# The hidden cells call autograder.nbgrader_bridge: the kernels nbgrader starts
-# inherit this environment, so the repo root goes on their import path.
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE.parent), os.environ.get("PYTHONPATH")]))
+# The course is installed in .venv (editable, `make venv`), whose nbgrader this is and
+# whose interpreter runs the kernels nbgrader starts: the hidden cells import
+# autograder.nbgrader_bridge from there, as this file imports the course below.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(HERE.parent))
 from autograder.nbgrader_bridge import IGNORED_STDERR  # noqa: E402
 from autograder.nbgrader_release import release_preprocessors  # noqa: E402
 from autograder.sandbox.confine import XLA_FLAGS  # noqa: E402

@@ -37,7 +37,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from autograder.defaults import CHECKOUT as REPO, DRIFT_PYTHON  # standard library only
+from scripts import drift_compare
+
 BUILD = REPO / "_build"
 LESSONS = REPO / "book" / "lessons"
 PAGES = [REPO / "book" / "intro.md", *sorted(LESSONS.glob("*.md"))]  # the pages that assert rules
@@ -48,10 +50,6 @@ CPU, GPU = "cpu", "gpu"
 # What JAX_PLATFORMS names in the observing process: the GPU run must not fall back to the CPU.
 JAX_PLATFORM_OF = {CPU: "cpu", GPU: "cuda"}
 GLUE_PREFIX = "application/papermill.record/"
-sys.path.insert(0, str(REPO / "scripts"))
-sys.path.insert(0, str(REPO))
-import drift_compare  # noqa: E402  (scripts/drift_compare.py)
-from autograder.defaults import DRIFT_PYTHON  # noqa: E402  (standard library only)
 
 
 # What executing the lessons and grading the samples imports, at the course's pins; their
@@ -152,7 +150,6 @@ def observe_lesson(path: Path) -> tuple[list, dict, list]:
 
 def grade_samples(exercise: str) -> dict:
     """``{"<exercise>/<sample>": {"score", "failed"} or {"error"}}`` with the course's grader."""
-    sys.path.insert(0, str(REPO))
     from autograder.judge import hidden_tests
 
     names = {title: name for name, title, _ in hidden_tests(exercise)}
@@ -193,7 +190,6 @@ def observe(out: Path, platform_name: str = CPU) -> None:
 
     import jax
 
-    sys.path.insert(0, str(REPO))
     from autograder import exercises
 
     found = {"jax": jax.__version__, "python": platform.python_version(), **platform_record(),
@@ -289,7 +285,9 @@ def main(argv=None) -> int:
     python = args.interpreter or str(venv_for(args.jax, args.python, where, args.cuda))
     (BUILD / "drift").mkdir(parents=True, exist_ok=True)
     observed = BUILD / "drift" / "observed.json"
-    subprocess.run([python, str(Path(__file__).resolve()), "observe", str(observed), "--platform", where],
+    # The drift venv has the pins only, not the course: run from the checkout's root,
+    # where ``-m`` finds this module and the grader, as grade_samples runs the grader.
+    subprocess.run([python, "-m", "scripts.drift", "observe", str(observed), "--platform", where],
                    cwd=REPO, check=True)
     new = json.loads(observed.read_text())
     rows = drift_compare.compare(old, new)

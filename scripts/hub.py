@@ -13,13 +13,9 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from stopping import STOPPING, http_status, on_stop_signals
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from autograder.defaults import hub_public_url, hub_setting  # noqa: E402
+from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting
+from scripts.stopping import STOPPING, http_status, on_stop_signals
 
 READY_S = 900  # give-up time for the services (the grader imports JAX first)
 

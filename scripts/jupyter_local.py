@@ -50,12 +50,14 @@ import sys
 from pathlib import Path
 from urllib.parse import quote
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD = REPO / "_build"
-WORKSPACE = BUILD / "workspace"
-CONFIG_DIR = BUILD / "jupyter-config"  # <port>/ per server: two make serve runs keep their own token
-SITE_NOTEBOOKS = BUILD / "html" / "_notebooks" / "lessons"
-RELEASE = REPO / "exercises" / "release"
+# Where make book and make serve keep things, under the checkout (main() reads it from
+# autograder.defaults). Nothing else here imports the course: under make hub a copy of this
+# file lays each learner's home where the repository is hidden (deploy/hub/learner_home.py),
+# naming its own folders.
+WORKSPACE = Path("_build", "workspace")
+CONFIG_DIR = Path("_build", "jupyter-config")  # <port>/ per server: two make serve runs keep their own token
+SITE_NOTEBOOKS = Path("_build", "html", "_notebooks", "lessons")
+RELEASE = Path("exercises", "release")
 MANIFEST = ".course-generated.json"
 
 DEFAULT_TOKEN = ""  # none baked into the site: make serve makes a random one
@@ -139,6 +141,11 @@ def site_query(port: int | str, token: str) -> str:
     return "?" + "&".join(params)
 
 
+def _shown(path: Path) -> Path:
+    """``path`` as whoever ran the command reads it: relative to where they are, when inside."""
+    return path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
+
+
 def _sha(path: Path) -> str:
     """What a learner can have changed in a notebook: its cells' types and sources.
 
@@ -177,8 +184,7 @@ def offer_new_version(rel: str, source: Path, target: Path, manifest: dict) -> N
     print(f"==> a new version of {target.name} is beside it: {offered.name}")
 
 
-def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
-                    release: Path = RELEASE) -> list[Path]:
+def build_workspace(workspace: Path, lessons: Path, release: Path) -> list[Path]:
     """Copy lesson and exercise notebooks into ``workspace``; returns the notebooks there."""
     workspace.mkdir(parents=True, exist_ok=True)
     manifest_path = workspace / MANIFEST
@@ -197,7 +203,7 @@ def build_workspace(workspace: Path = WORKSPACE, lessons: Path = SITE_NOTEBOOKS,
     for rel, source in wanted.items():
         target = workspace / rel
         if target.exists() and manifest.get(rel) not in (None, _sha(target)):
-            print(f"==> keeping your edited {target.relative_to(REPO) if target.is_relative_to(REPO) else target}")
+            print(f"==> keeping your edited {_shown(target)}")
             if rel.endswith(".ipynb") and _sha(source) != manifest[rel]:
                 offer_new_version(rel, source, target, manifest)
             continue
@@ -236,7 +242,7 @@ def write_config(config_dir: Path, workspace: Path, site_origin: str, token: str
 
 
 def server_command(port: int | str, site_origin: str, token: str,
-                   workspace: Path = WORKSPACE, config_dir: Path = CONFIG_DIR) -> tuple[list[str], dict, Path]:
+                   workspace: Path, config_dir: Path) -> tuple[list[str], dict, Path]:
     """``(argv, env, cwd)`` that start the learner JupyterLab on 127.0.0.1:``port``."""
     write_config(config_dir, workspace, site_origin, token)
     env = dict(os.environ)
@@ -244,8 +250,8 @@ def server_command(port: int | str, site_origin: str, token: str,
         "JUPYTER_CONFIG_DIR": str(config_dir),
         "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-        # the exercise notebooks' submit cell and nbgrader Validate run course code
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+        # .venv's tools: its kernels run the submit cell and nbgrader Validate, which import
+        # the course (installed there, editable)
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
     })
     env.pop("JUPYTER_TOKEN", None)  # the config file says which token
@@ -254,8 +260,9 @@ def server_command(port: int | str, site_origin: str, token: str,
 
 
 def main(argv=None) -> int:
-    sys.path.insert(0, str(REPO))  # run from the repository (make book, make serve)
-    from autograder.defaults import setting, site_origin
+    from autograder.defaults import CHECKOUT, setting, site_origin
+
+    workspace = CHECKOUT / WORKSPACE
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -266,16 +273,17 @@ def main(argv=None) -> int:
                        help="origin of the course site (default http://$HOST:$PORT)")
     args = parser.parse_args(argv)
     if args.command == "workspace":
-        notebooks = build_workspace()
-        print(f"==> learner workspace: {WORKSPACE.relative_to(REPO)}/ ({len(notebooks)} notebooks)")
+        notebooks = build_workspace(workspace, CHECKOUT / SITE_NOTEBOOKS, CHECKOUT / RELEASE)
+        print(f"==> learner workspace: {WORKSPACE}/ ({len(notebooks)} notebooks)")
         return 0
-    if not (WORKSPACE / "lessons").is_dir():
-        build_workspace()
+    if not (workspace / "lessons").is_dir():
+        build_workspace(workspace, CHECKOUT / SITE_NOTEBOOKS, CHECKOUT / RELEASE)
     origin = args.site_origin or site_origin()
     chosen = token()
     if not os.environ.get("JUPYTER_TOKEN"):  # run alone, not by make serve: say which token
         print(f"==> learner JupyterLab: {lab_url('127.0.0.1', args.port, chosen)}", flush=True)
-    command, env, cwd = server_command(args.port, origin, chosen, config_dir=CONFIG_DIR / str(args.port))
+    command, env, cwd = server_command(args.port, origin, chosen, workspace,
+                                       CHECKOUT / CONFIG_DIR / str(args.port))
     os.chdir(cwd)
     os.execvpe(command[0], command, env)
 

@@ -7,7 +7,7 @@ alone and in reverse order. Run from the repository root:
 
     .venv/bin/python scripts/mutation_checks.py            # all (tens of minutes)
     .venv/bin/python scripts/mutation_checks.py --list
-    .venv/bin/python scripts/mutation_checks.py token-env nbgrader-path
+    .venv/bin/python scripts/mutation_checks.py token-env cors-defaults
 
 Exit status 0 when every mutation turned its tests red and every order check
 passed. Run it on a quiet working tree: it edits tracked files while it runs.
@@ -17,9 +17,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from autograder.defaults import CHECKOUT as REPO
+
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
 
 SERVE_TEST = "tests/book/test_serve.py::test_every_printed_url_answers_then_sigterm_stops_every_server"
@@ -42,10 +42,6 @@ MUTATIONS = {
                          "stdin=subprocess.DEVNULL")], [MAKE_SERVE]),
     "book-chatter": ("the site build prints its 'file://' line", "Makefile",
                      [("\\\n\t  > _build/logs/book.log 2>&1 || {", "|| {")], [MAKE_SERVE]),
-    "nbgrader-path": ("exercises/nbgrader_config.py no longer puts the repository on the "
-                      "kernels' path", "exercises/nbgrader_config.py",
-                      [('os.environ["PYTHONPATH"] = ', "_unused = ")],
-                      ["tests/grading/test_samples.py::test_nbgrader_autograde_agrees_on_every_total"]),
     "cors-defaults": ("the service's default CORS origins are empty", "autograder/service/__main__.py",
                       [('f"http://{args.host}:{site},http://127.0.0.1:{site},http://localhost:{site}"', '""')],
                       ["tests/service/test_api.py::test_cors_allows_the_course_site_only", MAKE_SERVE]),

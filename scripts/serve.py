@@ -25,13 +25,10 @@ from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote
 
-import jupyter_local  # scripts/jupyter_local.py: the learner JupyterLab
-from stopping import STOPPING, http_status, ignore_stop_signals, on_stop_signals
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from autograder import defaults  # noqa: E402 (the course's one set of defaults)
-from autograder.defaults import GRADER_PORT, setting  # noqa: E402
+from autograder import defaults  # the course's one set of defaults
+from autograder.defaults import CHECKOUT as REPO, GRADER_PORT, setting
+from scripts import jupyter_local  # the learner JupyterLab
+from scripts.stopping import STOPPING, http_status, ignore_stop_signals, on_stop_signals
 
 LOGS = REPO / "_build" / "logs"
 HOST = setting("HOST")

@@ -8,16 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.defaults import release_argv
+from autograder.defaults import CHECKOUT as REPO, release_argv
 
-REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
 def nbgrader_env():
     """The environment of someone following the README: the venv's tools on PATH (its
     ``PATH=../.venv/bin:$PATH``) and nothing else added. In particular no PYTHONPATH:
-    the hidden cells import the repository through exercises/nbgrader_config.py, as
+    the hidden cells import the course from .venv, where ``make venv`` installed it, as
     they must for an instructor's ``cd exercises; nbgrader autograde``."""
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"

@@ -198,11 +198,8 @@ def test_the_pages_check_learner_ids_as_the_service_does():
 
 
 def test_the_pages_defaults_script_is_written_from_defaults_py():
-    sys.path.insert(0, str(REPO / "book" / "_ext"))
-    try:
-        import course_run
-    finally:
-        sys.path.remove(str(REPO / "book" / "_ext"))
+    from book._ext import course_run
+
     script = course_run.defaults_script()
     values = json.loads(re.search(r"window\.COURSE_DEFAULTS = (\{.*\});", script).group(1))
     assert values == dict(defaults.for_pages(), jupyterToken="")
@@ -213,11 +210,8 @@ def test_the_pages_defaults_script_is_written_from_defaults_py():
 def test_the_submit_cell_finds_its_defaults_in_a_learners_home(tmp_path):
     """Under make hub the repository is hidden: the submit module and defaults.py are
     copied into ~/.course-lib (course_spawner's staging, then learner_home.py)."""
-    sys.path.insert(0, str(REPO / "deploy" / "hub"))
-    try:
-        import course_spawner
-    finally:
-        sys.path.remove(str(REPO / "deploy" / "hub"))
+    from deploy.hub import course_spawner
+
     staging, home = tmp_path / "staging", tmp_path / "home"
     (staging / "lessons").mkdir(parents=True)
     (staging / "lessons" / "intro.ipynb").write_text(  # what the site build writes there

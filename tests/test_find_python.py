@@ -2,9 +2,9 @@
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.course import REPO
+
 FIND = REPO / "scripts" / "find_python.sh"
 
 

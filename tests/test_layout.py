@@ -16,7 +16,7 @@ from tests.course import REPO
 
 # files at the root that explain themselves (configuration of tools, lock files)
 SELF_EXPLAINING = {".gitignore", "package.json", "package-lock.json", "pytest.ini",
-                   "requirements.txt", "README.md", "Makefile", "__init__.py"}
+                   "requirements.txt", "pyproject.toml", "README.md", "Makefile", "__init__.py"}
 # the README's table is the layout in one screen; docs/layout.md names every module
 LAYOUTS = ["README.md", "docs/layout.md"]
 

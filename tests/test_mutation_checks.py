@@ -3,15 +3,10 @@ file exactly once, and each test it names exists (a refactor that moved either w
 leave the check reporting "no longer in" only when someone runs it, tens of minutes later)."""
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
+from scripts import mutation_checks as checks
 from tests.course import REPO
-
-_spec = importlib.util.spec_from_file_location("mutation_checks", REPO / "scripts" / "mutation_checks.py")
-checks = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(checks)
 
 
 def _test_exists(node_id):

@@ -28,8 +28,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.defaults import CHECKOUT as REPO
+
 FOLDER = Path(__file__).resolve().parent
-REPO = FOLDER.parent.parent
 # The registration: the order is the course's (the first is the default
 # exercise of a file that names none).
 NAMES = ("update_with_donate", "donation_report", "fix_training_loop", "silent_donation")

@@ -15,9 +15,9 @@ import os
 import resource
 import signal
 import sys
-from pathlib import Path
 
 from autograder import exercises
+from autograder.defaults import CHECKOUT as REPO
 from autograder.sandbox import mounts
 
 # Learner programs are tiny, and each XLA compile costs more than running
@@ -27,7 +27,6 @@ from autograder.sandbox import mounts
 # code generation) nor results beyond float rounding order. (jaxlib 0.12 aborts
 # at backend start on a flag it does not know: name only flags it has.)
 XLA_FLAGS = "--xla_backend_optimization_level=0"
-REPO = Path(__file__).resolve().parents[2]
 # Each exercise's hidden tests and sample answers (autograder/exercises/<name>/hidden).
 HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
 # Covered by empty mounts in the learner's mount namespace: every world-writable

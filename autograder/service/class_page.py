@@ -12,10 +12,10 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from autograder.defaults import CHECKOUT as REPO
 from autograder.service import class_plots
 from autograder.service.lateness import duration_words
 
-REPO = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).resolve().parent / "static"
 ASSETS = {  # name under <prefix>static/ -> (file, content type)
     "list.min.js": (REPO / "node_modules" / "list.js" / "dist" / "list.min.js", "text/javascript"),

@@ -36,11 +36,11 @@ import json
 import os
 import tempfile
 from html import escape
-from pathlib import Path
 
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
+from autograder.defaults import CHECKOUT
 from autograder.service import class_page, class_stats, lms_roster, out_of_date, outbox, roster
 from autograder.service.handler import Base, Refused, echo, log
 from autograder.service.class_view import listing, summary
@@ -139,7 +139,7 @@ class Asset(Base):
         self.finish(path.read_bytes())
 
 
-LESSONS_DIR = Path(__file__).resolve().parents[2] / "book" / "lessons"
+LESSONS_DIR = CHECKOUT / "book" / "lessons"
 RUN_BYTES = 1024  # a lesson run's body: {"lesson": "<name>"}
 
 

@@ -28,18 +28,19 @@ from __future__ import annotations
 
 import hashlib
 import html
-import importlib.util
 import json
 import posixpath
 import re
 import shutil
-import sys
 from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder import defaults  # standard library only
+from autograder.defaults import CHECKOUT as REPO
+from scripts import jupyter_local
+
 THEBE_LIB = REPO / "node_modules" / "thebe" / "lib"
 STATIC = REPO / "book" / "_static"
 LANDING = "book/intro"
@@ -51,18 +52,6 @@ LOCAL_JSON = "course-local.json"  # the running make serve's servers (scripts/se
 NO_LOCAL_SERVERS = "{}\n"
 
 
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # before running it: its dataclasses look themselves up there
-    spec.loader.exec_module(module)
-    return module
-
-
-JUPYTER = _load("_course_jupyter_local", REPO / "scripts" / "jupyter_local.py")
-DEFAULTS = _load("_course_defaults", REPO / "autograder" / "defaults.py")  # standard library only
-
-
 def _rel(pagename: str, target: str) -> str:
     """``target`` (relative to the site root) as seen from page ``pagename``."""
     depth = pagename.count("/")
@@ -70,7 +59,7 @@ def _rel(pagename: str, target: str) -> str:
 
 
 def _lab_link(path: str, label: str) -> str:
-    href = JUPYTER.lab_url(DEFAULTS.HOST, DEFAULTS.JUPYTER_PORT, JUPYTER.DEFAULT_TOKEN, path)
+    href = jupyter_local.lab_url(defaults.HOST, defaults.JUPYTER_PORT, jupyter_local.DEFAULT_TOKEN, path)
     return (f'<a class="course-run-lab" href="{html.escape(href)}" data-lab-path="{html.escape(path)}" '
             f'target="_blank" rel="noopener">{html.escape(label)}</a>')
 
@@ -210,7 +199,7 @@ def lesson_notebook(app: Sphinx, docname: str) -> str:
     import functools
 
     import jupytext
-    from lab_markdown import Context, lab_notebook
+    from book._ext.lab_markdown import Context, lab_notebook
     from myst_nb.ext.glue.crossref import read_glue_cache
 
     notebook = jupytext.read(Path(app.env.doc2path(docname)))
@@ -239,7 +228,7 @@ def write_outputs(app: Sphinx, exception) -> None:
 
 def defaults_script() -> str:
     """``_static/course-defaults.js``: the pages' defaults, from autograder/defaults.py."""
-    values = dict(DEFAULTS.for_pages(), jupyterToken=JUPYTER.DEFAULT_TOKEN)
+    values = dict(defaults.for_pages(), jupyterToken=jupyter_local.DEFAULT_TOKEN)
     return ("/* Written by book/_ext/course_run.py from autograder/defaults.py at each build. */\n"
             f"window.COURSE_DEFAULTS = {json.dumps(values, sort_keys=True)};\n")
 

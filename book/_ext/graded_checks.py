@@ -16,19 +16,16 @@ check the grader does not grade. The page is rebuilt whenever either file change
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder.defaults import CHECKOUT as REPO
+
 MARKER = re.compile(r"^```\{graded-checks\}[ \t]+(?P<exercise>\w+)[ \t]*\n```[ \t]*$", re.M)
 
 
 def _table(app: Sphinx, docname: str, match: re.Match) -> str:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))  # the autograder package, as the grader imports it
     from autograder import checks_table, exercises
 
     name = match["exercise"]

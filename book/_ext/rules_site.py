@@ -26,7 +26,6 @@ page's rules held there. Without that file the pages say nothing of a GPU.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import re
 import shutil
@@ -37,7 +36,9 @@ from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util.docutils import SphinxDirective
 
-REPO = Path(__file__).resolve().parents[2]
+from autograder.defaults import CHECKOUT as REPO
+from scripts import drift_compare
+
 HELPER = REPO / "book" / "lessons" / "course_rules.py"
 LESSON_PREFIX = "book/lessons/"
 LANDING = "book/intro"  # the landing page asserts its rules the same way
@@ -53,13 +54,6 @@ GPU_DRIFT_REPORT = REPO / "book" / "drift_report_gpu.json"  # only where a GPU r
 SECTION_ID = "what-this-page-asserts"
 EXPLANATION_MARK = "explanation, not checked"
 EXPLANATION_TITLE = "Explanation: why it happens, which no check on this page can carry"
-
-
-def _drift_compare():
-    spec = importlib.util.spec_from_file_location("_course_drift_compare", REPO / "scripts" / "drift_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def page_records(glue: dict, docname: str) -> list[dict]:
@@ -106,7 +100,7 @@ def drift_sentences(docname: str) -> list[tuple[str, list[str]]]:
     found = []
     for path, classes in ((DRIFT_REPORT, ["course-drift"]), (GPU_DRIFT_REPORT, ["course-drift", "course-drift-gpu"])):
         if path.is_file():
-            sentence = _drift_compare().page_summary(json.loads(path.read_text()), docname)
+            sentence = drift_compare.page_summary(json.loads(path.read_text()), docname)
             if sentence:
                 found.append((sentence, classes))
     return found

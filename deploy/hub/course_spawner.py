@@ -53,13 +53,12 @@ from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from jupyterhub.spawner import LocalProcessSpawner
 from traitlets import Unicode
 
-import learner_net
-
+from autograder.defaults import CHECKOUT as REPO
 from autograder.sandbox import cgroups, mounts
 from autograder.sandbox.uids import end_uid
+from deploy.hub import learner_net
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
 SCRIPTS = REPO / "scripts"
 LESSONS = REPO / "_build" / "html" / "_notebooks" / "lessons"
 RELEASE = REPO / "exercises" / "release"

@@ -38,13 +38,10 @@ import os
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))  # course_spawner, lti_sign_in
-sys.path.insert(0, str(REPO))  # autograder.defaults
-import course_spawner  # noqa: E402
-from autograder.defaults import hub_public_url, hub_setting as setting  # noqa: E402
-from jupyterhub.utils import subdomain_hook_idna  # noqa: E402
+from jupyterhub.utils import subdomain_hook_idna
+
+from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting as setting
+from deploy.hub import course_spawner
 
 c = get_config()  # noqa: F821
 
@@ -90,7 +87,7 @@ elif AUTH == "lti":
     missing = [n for n in LTI_NEEDS if not setting(n)]
     if missing:
         sys.exit(f"==> HUB_AUTH=lti needs the LMS's registration: set {', '.join(missing)}")
-    import lti_sign_in  # noqa: E402
+    from deploy.hub import lti_sign_in
     c.JupyterHub.authenticator_class = lti_sign_in.LTISignIn
     c.LTISignIn.issuer = setting("LTI_ISSUER")
     c.LTISignIn.client_id = {setting("LTI_CLIENT_ID")}
@@ -138,7 +135,7 @@ c.JupyterHub.load_roles = [
 ]
 
 # -- the learners' servers -----------------------------------------------------
-c.JupyterHub.spawner_class = "course_spawner.CourseSpawner"
+c.JupyterHub.spawner_class = course_spawner.CourseSpawner
 c.Spawner.cmd = [PYTHON, "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
@@ -177,7 +174,7 @@ c.JupyterHub.services = [
     {
         "name": "course",
         "url": f"http://127.0.0.1:{setting('SITE_PORT')}",
-        "command": [PYTHON, str(HERE / "site.py")],
+        "command": [PYTHON, str(REPO / "deploy" / "hub" / "site.py")],
         "timeout": 120,
         "cwd": str(REPO),
         "environment": _service_env,

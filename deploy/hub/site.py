@@ -34,15 +34,13 @@ import os
 import secrets
 import signal
 import sys
-from pathlib import Path
 
 import tornado.httputil
 import tornado.web
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))  # autograder.hub_session
-from autograder.hub_session import SessionHubOAuth  # noqa: E402
+from autograder.defaults import CHECKOUT as REPO
+from autograder.hub_session import SessionHubOAuth
 
 HTML = REPO / "_build" / "html"
 LANDING = "book/intro.html"

@@ -8,11 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.defaults import site_build_argv
+from autograder.defaults import CHECKOUT as REPO, site_build_argv
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "_build" / "html"
 LESSONS = ("donate_argnums", "state_tree", "lifetimes", "silent_donation")
 # the sharded lesson, apart from the tuple so lessons added there merge cleanly

@@ -260,10 +260,7 @@ def test_each_page_lists_exactly_the_rules_its_build_recorded(built_site, lesson
 
 def test_each_list_says_where_the_last_drift_report_checked_it(built_site):
     # book/drift_report.json is the committed last report of `make drift`
-    import sys
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    import drift_compare
+    from scripts import drift_compare
 
     report = json.loads((REPO / "book" / "drift_report.json").read_text())
     for lesson in [f"lessons/{name}" for name in LESSONS] + ["intro"]:

@@ -2,12 +2,7 @@
 Fast: no venv, no lesson is executed (the command itself is `make drift`)."""
 from __future__ import annotations
 
-import sys
-
-from tests.course import REPO
-
-sys.path.insert(0, str(REPO / "scripts"))
-import drift_compare  # noqa: E402  (scripts/drift_compare.py)
+from scripts import drift_compare
 
 PAGE = "book/lessons/x"
 OLD = {"jax": "0.12.0", "python": "3.12.3",

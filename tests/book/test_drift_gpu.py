@@ -5,21 +5,17 @@ and, for choosing the platform, by an ``nvidia-smi`` that lists one. Fast: no ve
 no site build, no lesson executed."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import stat
-import sys
 from types import SimpleNamespace
 
 import pytest
 from docutils import nodes
 
+from book._ext import rules_site
+from scripts import drift, drift_compare
 from tests.course import REPO
-
-sys.path.insert(0, str(REPO / "scripts"))
-import drift  # noqa: E402  (scripts/drift.py)
-import drift_compare  # noqa: E402  (scripts/drift_compare.py)
 
 PAGE = "book/lessons/state_tree"
 
@@ -37,13 +33,6 @@ GPU_RUN = {"old_jax": "0.12.0.1", "new_jax": "0.12.0.1", "python": "3.12.3", "pl
                     _row("alias-bytes-cover-state", "changed", new="does not hold"),
                     _row("shape-change-leaf-warns", "failed", new=None,
                          error="cell 30: XlaRuntimeError: UNIMPLEMENTED")]}
-
-
-def _site():
-    spec = importlib.util.spec_from_file_location("rules_site_gpu_test", REPO / "book" / "_ext" / "rules_site.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_gpu_report_says_which_device_and_which_rules_held_there():
@@ -74,30 +63,28 @@ def _drift_paragraphs(doctree):
 
 
 def test_a_page_shows_the_gpu_run_only_where_one_was_made(tmp_path, monkeypatch):
-    site = _site()
-    committed = json.loads(site.DRIFT_REPORT.read_text())
+    committed = json.loads(rules_site.DRIFT_REPORT.read_text())
     without = _asserts_section()
-    monkeypatch.setattr(site, "GPU_DRIFT_REPORT", tmp_path / "drift_report_gpu.json")
-    site.add_drift_sentence(None, without, PAGE)
+    monkeypatch.setattr(rules_site, "GPU_DRIFT_REPORT", tmp_path / "drift_report_gpu.json")
+    rules_site.add_drift_sentence(None, without, PAGE)
     assert _drift_paragraphs(without) == [(drift_compare.page_summary(committed, PAGE), ["course-drift"])]
 
     (tmp_path / "drift_report_gpu.json").write_text(drift.report_text(GPU_RUN))
     with_gpu = _asserts_section()
-    site.add_drift_sentence(None, with_gpu, PAGE)
+    rules_site.add_drift_sentence(None, with_gpu, PAGE)
     assert _drift_paragraphs(with_gpu) == [
         (drift_compare.page_summary(committed, PAGE), ["course-drift"]),
         (drift_compare.page_summary(GPU_RUN, PAGE), ["course-drift", "course-drift-gpu"])]
 
 
 def test_the_pages_are_read_again_when_a_gpu_report_appears(tmp_path, monkeypatch):
-    site = _site()
-    monkeypatch.setattr(site, "GPU_DRIFT_REPORT", tmp_path / "drift_report_gpu.json")
+    monkeypatch.setattr(rules_site, "GPU_DRIFT_REPORT", tmp_path / "drift_report_gpu.json")
     env = SimpleNamespace(found_docs={"book/intro", PAGE, "book/lessons/lifetimes", "book/exercises/index"})
-    site.pages_of_changed_reports(None, env, set(), set(), set())  # the first build: all read anyway
-    assert site.pages_of_changed_reports(None, env, set(), set(), set()) == []
+    rules_site.pages_of_changed_reports(None, env, set(), set(), set())  # the first build: all read anyway
+    assert rules_site.pages_of_changed_reports(None, env, set(), set(), set()) == []
     (tmp_path / "drift_report_gpu.json").write_text(drift.report_text(GPU_RUN))
-    assert site.pages_of_changed_reports(None, env, set(), {PAGE}, set()) == ["book/intro", "book/lessons/lifetimes"]
-    assert site.pages_of_changed_reports(None, env, set(), set(), set()) == []
+    assert rules_site.pages_of_changed_reports(None, env, set(), {PAGE}, set()) == ["book/intro", "book/lessons/lifetimes"]
+    assert rules_site.pages_of_changed_reports(None, env, set(), set(), set()) == []
 
 
 def _nvidia_smi(folder, listing):

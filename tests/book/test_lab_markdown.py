@@ -4,17 +4,10 @@ Fast: no site build. The built notebooks themselves are checked in
 tests/browser/test_offline.py."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import nbformat
 import pytest
 
-from .sitebuild import REPO
-
-_spec = importlib.util.spec_from_file_location("lab_markdown", REPO / "book" / "_ext" / "lab_markdown.py")
-lab_markdown = sys.modules["lab_markdown"] = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(lab_markdown)
+from book._ext import lab_markdown
 
 GLUE = {"n_calls": {"data": {"text/plain": "7"}},
         "ratio": {"data": {"text/plain": "0.123456"}},

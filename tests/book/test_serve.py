@@ -20,12 +20,9 @@ import pytest
 from urllib.parse import parse_qs, urlsplit
 
 from autograder import defaults
+from scripts import jupyter_local, serve
 from tests.course import BIN, REPO
 from tests.processes import free_port
-
-sys.path.insert(0, str(REPO / "scripts"))
-import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)
-import serve  # noqa: E402  (scripts/serve.py)
 
 WAIT_S = 600  # give-up time for the servers to start, not a timing assertion
 
@@ -166,7 +163,7 @@ def test_a_stop_signal_only_sets_a_flag():
     """The launchers' handler (scripts/stopping.py) raises nothing: an exception raised at whatever line the signal
     lands on could leave a ``Popen``'s wait lock taken (inside ``poll``), and the cleanup's
     ``wait()`` then blocked for good (``make serve`` hanging on Ctrl-C under load)."""
-    code = ("import os, signal, sys; sys.path.insert(0, 'scripts'); import stopping\n"
+    code = ("import os, signal; from scripts import stopping\n"
             "stopping.on_stop_signals()\n"
             "os.kill(os.getpid(), signal.SIGINT)\n"
             "print('went on', stopping.STOPPING.is_set(), signal.getsignal(signal.SIGINT) is signal.SIG_IGN)\n")

@@ -1,12 +1,8 @@
 """`make book`'s learner workspace (scripts/jupyter_local.py ``build_workspace``):
 regenerated from the site, but a notebook the learner edited is kept."""
 import json
-import sys
 
-from tests.course import REPO
-
-sys.path.insert(0, str(REPO / "scripts"))
-import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)
+from scripts import jupyter_local
 
 
 def _notebook(text):

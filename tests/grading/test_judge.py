@@ -13,7 +13,6 @@ import pytest
 from autograder import exercises, judge, load
 from autograder.exercises.update_with_donate.probe import observe
 from autograder.sandbox import Outcome
-from tests.course import REPO
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, STOPPED
 
 SEED = 7
@@ -124,7 +123,7 @@ def test_hidden_tests_run_under_pytest_and_agree(tmp_path, sample):
     obs = observed(sample)
     saved = tmp_path / "obs.json"
     saved.write_text(json.dumps({"obs": obs, "seed": SEED}))
-    env = dict(os.environ, AUTOGRADER_OBSERVATIONS=str(saved), PYTHONPATH=str(REPO))
+    env = dict(os.environ, AUTOGRADER_OBSERVATIONS=str(saved))
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            str(exercises.get(ASSIGNMENT).folder / "hidden" / "tests.py"), "-rA"],
                           env=env, capture_output=True, text=True, cwd=tmp_path)

@@ -4,15 +4,12 @@ server has (scripts/jupyter_local.py). The graded cells are empty there (their t
 are hidden), so Validate is honest only if it fails on a failing self-check."""
 import json
 import subprocess
-import sys
 
 import pytest
 
 from autograder import defaults
+from scripts import jupyter_local
 from tests.course import BIN, REPO
-
-sys.path.insert(0, str(REPO / "scripts"))
-import jupyter_local  # noqa: E402  (scripts/jupyter_local.py)
 
 EXERCISES = ["update_with_donate", "donation_report", "fix_training_loop", "silent_donation"]
 WRONG_SUM = '''import jax

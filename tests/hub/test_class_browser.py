@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from tests.browser.pages import overwrite_on_conflict, screenshot
+from tests.course import REPO
 from tests.grading.helpers import SAMPLES
 from tests.hub.running import class_csv_when
 
@@ -144,7 +145,7 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     assert peek.returncode != 0 and "Permission denied" in peek.stderr, peek
     own = as_learner_in_server(ada, f"ls ~{ada}/{EXERCISE}")
     assert own.returncode == 0 and f"{EXERCISE}.ipynb" in own.stdout, own
-    repo = as_learner_in_server(ada, "ls -a " + str(Path(__file__).resolve().parents[2]))
+    repo = as_learner_in_server(ada, "ls -a " + str(REPO))
     assert "autograder" not in repo.stdout and "tests" not in repo.stdout, repo.stdout
     # the server runs the course's venv (Python 3.12 or newer, wherever it lives: pyenv's
     # under root's home is bound back into the learner's namespace, nothing else of it)

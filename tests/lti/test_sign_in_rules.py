@@ -2,17 +2,9 @@
 hub groups a launch's roles give, which target_link_uri a launch may open, each nonce
 taken once across restarts, what ``make hub`` says to register. The launch
 itself, against make hub in Chromium: tests/hub/test_lti_launch.py."""
-import importlib.util
-
 import pytest
 
-from tests.course import REPO
-
-# loaded from its file, as the hub's config loads it, without putting deploy/hub (which
-# holds a site.py) on every later import's path
-_spec = importlib.util.spec_from_file_location("lti_sign_in", REPO / "deploy" / "hub" / "lti_sign_in.py")
-lti_sign_in = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(lti_sign_in)
+from deploy.hub import lti_sign_in
 
 M = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 I = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"
@@ -80,14 +72,8 @@ def test_a_nonce_file_that_is_not_json_starts_empty(tmp_path):
 
 
 def test_make_hub_under_lti_says_the_tools_urls_to_register():
-    spec = importlib.util.spec_from_file_location("hub_script", REPO / "scripts" / "hub.py")
-    import sys
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        hub = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(hub)
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from scripts import hub
+
     said = hub.running_message("https://hub.example.org", "lti")
     assert said.startswith("==> the course hub is running: https://hub.example.org/ ")
     for url in ("/hub/lti13/oauth_login", "/hub/lti13/oauth_callback",
