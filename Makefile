@@ -131,6 +131,8 @@ gradescope: venv
 # book/drift_report.json (commit it: the lessons say from it where their rules held).
 # On a machine with a CUDA GPU the lessons run there (JAX's CUDA plugin in the venv) and
 # the report goes to book/drift_report_gpu.json; DRIFT_PLATFORM=cpu or gpu decides instead.
+# DRIFT_PLATFORM=tpu runs them on a TPU into book/drift_report_tpu.json (docs/testing.md:
+# the committed one was made on a TPU machine with its own JAX, scripts/drift.py observe --cells).
 JAX ?=
 DRIFT_PYTHON ?= $(call default,DRIFT_PYTHON)
 DRIFT_PLATFORM ?= auto

@@ -13,12 +13,23 @@ sample: same, changed (old -> new) or failed (the error). It writes the full rep
 to ``_build/drift/report-<version>.json`` and the last one to ``book/drift_report.json``
 (committed: the lessons' lists say from it on which JAX their rules were also checked).
 
-On a machine with a CUDA GPU (``nvidia-smi -L`` lists one; ``--platform cpu`` or
-``gpu`` decides instead of looking) the venv gets JAX's CUDA plugin
-(``jax[cuda12]``), the lessons run with ``JAX_PLATFORMS=cuda``, and the report,
-which records the platform and device kind it ran on (``jax.default_backend()``,
-``jax.devices()[0].device_kind``), goes to ``book/drift_report_gpu.json``: each lesson
-then also says which of its rules held on that GPU. A CPU run leaves that file alone.
+On an accelerator the lessons run there and the report, which records the platform
+and device kind they ran on (``jax.default_backend()``, ``jax.devices()[0].device_kind``,
+read in the lessons' own processes: the observing process never opens the device, which
+a TPU lets one program at a time hold), goes to the accelerator's own committed report;
+each lesson then also says which of its rules held on that device. A CPU run leaves
+those files alone.
+
+* On a machine with a CUDA GPU (``nvidia-smi -L`` lists one; ``--platform cpu`` or
+  ``gpu`` decides instead of looking) the venv gets JAX's CUDA plugin
+  (``jax[cuda12]``), the lessons run with ``JAX_PLATFORMS=cuda``, and the report goes
+  to ``book/drift_report_gpu.json``.
+* ``--platform tpu`` runs them with ``JAX_PLATFORMS=tpu`` (a venv gets ``jax[tpu]``),
+  and the report goes to ``book/drift_report_tpu.json``. On a TPU machine that has its
+  own JAX and no network, ``observe OUT --platform tpu --cells --no-samples`` runs
+  there with that JAX (``--cells``: each page's code cells in a new interpreter,
+  ``scripts/drift_cells.py``, no notebook kernel; ``--no-samples``: the sample answers
+  are not graded), and ``--observed OUT`` makes the report from it back here.
 
 ``--interpreter PATH`` uses an existing interpreter that has the course's packages
 instead of building a venv. The ``observe`` subcommand is what runs inside it.
@@ -35,6 +46,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from autograder.defaults import CHECKOUT as REPO, DRIFT_PYTHON  # standard library only
@@ -46,9 +58,20 @@ PAGES = [REPO / "book" / "intro.md", *sorted(LESSONS.glob("*.md"))]  # the pages
 SAMPLES = REPO / "autograder" / "exercises"
 LAST_REPORT = REPO / "book" / "drift_report.json"
 GPU_REPORT = REPO / "book" / "drift_report_gpu.json"  # the last run on a GPU, when one was made
-CPU, GPU = "cpu", "gpu"
-# What JAX_PLATFORMS names in the observing process: the GPU run must not fall back to the CPU.
-JAX_PLATFORM_OF = {CPU: "cpu", GPU: "cuda"}
+TPU_REPORT = REPO / "book" / "drift_report_tpu.json"  # the last run on a TPU, when one was made
+CPU, GPU, TPU = "cpu", "gpu", "tpu"
+PLATFORMS = (CPU, GPU, TPU)
+# What JAX_PLATFORMS names where the lessons run: an accelerator run must not fall back to the CPU.
+JAX_PLATFORM_OF = {CPU: "cpu", GPU: "cuda", TPU: "tpu"}
+CELLS = Path(__file__).resolve().parent / "drift_cells.py"  # one page without a kernel (--cells)
+PAGE_TIMEOUT = 600  # seconds for one page run by --cells (--page-timeout)
+# What a lesson's kernel prints last, so the report says where the lessons ran (the
+# observing process itself does not open the device).
+PLATFORM_MARK = "course-drift-platform "
+PLATFORM_CELL = ("import json as _json, jax as _jax\n"
+                 "print(%r + _json.dumps({'jax': _jax.__version__, 'platform': _jax.default_backend(), "
+                 "'device_kind': _jax.devices()[0].device_kind, 'device_count': len(_jax.devices())}))"
+                 % PLATFORM_MARK)
 GLUE_PREFIX = "application/papermill.record/"
 
 
@@ -61,9 +84,10 @@ DRIFT_PACKAGES = ("numpy", "optax", "matplotlib", "myst-nb", "ipykernel", "nbcli
 
 def drift_requirements(jax_version: str, platform_name: str = CPU, cuda: str = "cuda12") -> str:
     """requirements.txt's pins of :data:`DRIFT_PACKAGES`, and JAX at ``jax_version``;
-    for ``platform_name`` "gpu" with JAX's ``cuda`` extra (its CUDA plugin and libraries)."""
+    for ``platform_name`` "gpu" with JAX's ``cuda`` extra (its CUDA plugin and libraries),
+    for "tpu" with its ``tpu`` extra (libtpu)."""
     pins = dict(re.findall(r"(?m)^([A-Za-z0-9_.-]+)==(\S+)$", (REPO / "requirements.txt").read_text()))
-    extra = f"[{cuda}]" if platform_name == GPU else ""
+    extra = {GPU: f"[{cuda}]", TPU: "[tpu]"}.get(platform_name, "")
     lines = [f"jax{extra}=={jax_version}", f"jaxlib=={jax_version}"]
     lines += [f"{name}=={pins[name]}" if name in pins else name for name in DRIFT_PACKAGES]
     return "\n".join(lines) + "\n"
@@ -87,15 +111,15 @@ def choose_platform(asked: str) -> str:
 
 def report_path(platform_name: str) -> Path:
     """The committed report a run on ``platform_name`` writes and ``--check`` reads."""
-    return GPU_REPORT if platform_name == GPU else LAST_REPORT
+    return {GPU: GPU_REPORT, TPU: TPU_REPORT}.get(platform_name, LAST_REPORT)
 
 
 def venv_for(jax_version: str, python: str, platform_name: str = CPU, cuda: str = "cuda12") -> Path:
     """The drift venv's interpreter, created and installed once per (JAX, Python,
-    platform): ``..-cuda12`` for a GPU run."""
+    platform): ``..-cuda12`` for a GPU run, ``..-tpu`` for a TPU run."""
     minor = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                            capture_output=True, text=True, check=True).stdout.strip()
-    suffix = f"-{cuda}" if platform_name == GPU else ""
+    suffix = {GPU: f"-{cuda}", TPU: "-tpu"}.get(platform_name, "")
     venv = BUILD / "drift" / f"jax-{jax_version}-py{minor}{suffix}"
     ready = venv / ".installed"
     if not ready.exists():
@@ -128,15 +152,18 @@ def _errors(cell, index) -> list[str]:
             for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
-def observe_lesson(path: Path) -> tuple[list, dict, list]:
-    """Execute one page (a MyST notebook); its rule records, glued values and
-    unexpected errors."""
+def observe_lesson(path: Path) -> tuple[list, dict, list, dict]:
+    """Execute one page (a MyST notebook) in a kernel; its rule records, glued values,
+    unexpected errors, and where its JAX ran (:data:`PLATFORM_CELL`, run last)."""
     import jupytext
     from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell
 
     nb = jupytext.read(path)
+    nb.cells.append(new_code_cell(PLATFORM_CELL))
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    where = nb.cells.pop()
     page = path.relative_to(REPO).with_suffix("").as_posix()
     glue, errors = {}, []
     for index, cell in enumerate(nb.cells):
@@ -145,7 +172,49 @@ def observe_lesson(path: Path) -> tuple[list, dict, list]:
             errors += _errors(cell, index)
     records = json.loads(glue.pop("rules_records", "[]"))
     glue.pop("rules_asserted", None)
-    return [dict(r, page=page) for r in records], glue, errors
+    printed = "".join(o.get("text", "") for o in where.get("outputs", []) if o.get("output_type") == "stream")
+    ran_on = next((json.loads(line[len(PLATFORM_MARK):]) for line in printed.splitlines()
+                   if line.startswith(PLATFORM_MARK)), {})
+    return [dict(r, page=page) for r in records], glue, errors, ran_on
+
+
+def _backend_refused(record: dict) -> bool:
+    """Whether a page run by --cells found the device held by another program (a TPU
+    refuses a program started just after another ended): worth one more try."""
+    text = json.dumps(record.get("errors", [])) + record.get("platform_error", "")
+    return not record.get("calls") and any(
+        s in text for s in ("lockfile", "Unable to initialize backend", "TPU initialization failed"))
+
+
+def observe_cells(path: Path, env: dict, timeout: float = PAGE_TIMEOUT) -> dict:
+    """Run one page by :data:`CELLS` in a new interpreter (``env``: its environment), once
+    more after 5 s where the device refused it; its record (scripts/drift_cells.py)."""
+    page = path.relative_to(REPO).with_suffix("").as_posix()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "page.json"
+        for attempt in (1, 2):
+            out.unlink(missing_ok=True)
+            started = time.monotonic()
+            try:
+                done = subprocess.run([sys.executable, str(CELLS), str(path), str(out)], env=env,
+                                      capture_output=True, text=True, timeout=timeout)
+                ended = f"exit status {done.returncode}" if done.returncode else None
+                tail = (done.stderr or done.stdout)[-2000:]
+            except subprocess.TimeoutExpired as stopped:
+                stderr = stopped.stderr or b""  # bytes, whatever text= said
+                ended = f"timed out after {timeout:g} s"
+                tail = (stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr)[-2000:]
+            record = json.loads(out.read_text()) if out.is_file() else {
+                "page": page, "rules": [], "glue": {}, "errors": [], "calls": []}
+            if ended:
+                record["errors"].append(f"{ended}: {tail.strip().splitlines()[-1] if tail.strip() else ''}")
+                record["stopped"] = {"how": ended, "tail": tail}
+            record["seconds"], record["attempts"] = round(time.monotonic() - started, 1), attempt
+            if attempt == 1 and _backend_refused(record):
+                time.sleep(5)
+                continue
+            return record
+    return record
 
 
 def grade_samples(exercise: str) -> dict:
@@ -182,29 +251,55 @@ def platform_record() -> dict:
             "device_count": len(devices)}
 
 
-def observe(out: Path, platform_name: str = CPU) -> None:
-    # before JAX is imported, here and in every kernel the lessons run in
+def observe(out: Path, platform_name: str = CPU, cells: bool = False, samples: bool = True,
+            page_timeout: float = PAGE_TIMEOUT) -> None:
+    """Run every page on ``platform_name`` and (``samples``) grade every sample answer;
+    write the observation to ``out`` (after each page, so a run stopped midway still
+    says what it reached). ``cells``: each page by :data:`CELLS` instead of a kernel.
+    This process imports JAX but never opens a device: where the pages ran is read in
+    the pages' own processes."""
+    # before JAX is imported, here and in every kernel or interpreter the lessons run in
     os.environ.update({"COURSE_RULES_KEEP_GOING": "1", "JAX_PLATFORMS": JAX_PLATFORM_OF[platform_name],
-                       "TF_CPP_MIN_LOG_LEVEL": "3"})
+                       "TF_CPP_MIN_LOG_LEVEL": "3", "MPLBACKEND": "Agg"})
     import platform
 
     import jax
 
     from autograder import exercises
 
-    found = {"jax": jax.__version__, "python": platform.python_version(), **platform_record(),
-             "rules": [], "glue": {}, "errors": {}, "samples": {}}
-    print(f"==> running on {found['platform']} ({found['device_kind']}, {found['device_count']} "
-          f"devices)", flush=True)
+    found = {"jax": jax.__version__, "python": platform.python_version(),
+             "date": datetime.date.today().isoformat(), "platform": None,
+             "device_kind": None, "device_count": None, "mode": "cells" if cells else "kernel",
+             "rules": [], "glue": {}, "errors": {}}
+    if cells:
+        found["pages"] = {}
+    if samples:
+        found["samples"] = {}
     for path in PAGES:
-        print(f"==> executing {path.relative_to(REPO)} on JAX {jax.__version__}", flush=True)
-        records, glue, errors = observe_lesson(path)
         page = path.relative_to(REPO).with_suffix("").as_posix()
+        print(f"==> executing {path.relative_to(REPO)} on JAX {jax.__version__} "
+              f"(JAX_PLATFORMS={JAX_PLATFORM_OF[platform_name]})", flush=True)
+        if cells:
+            record = observe_cells(path, dict(os.environ), page_timeout)
+            records = [dict(r, page=page) for r in record.get("rules", [])]
+            glue, errors = record.get("glue", {}), record.get("errors", [])
+            ran_on = {k: record[k] for k in ("jax", "platform", "device_kind", "device_count") if k in record}
+            found["pages"][page] = {k: v for k, v in record.items() if k not in ("rules", "glue", "errors")}
+        else:
+            records, glue, errors, ran_on = observe_lesson(path)
+        for key, value in ran_on.items():  # the first page that says where it ran (and each, which JAX)
+            if key == "jax" or found.get(key) is None:
+                found[key] = value
         found["rules"] += records
         found["glue"][page], found["errors"][page] = glue, errors
-    for exercise in exercises.names():
+        print(f"    {len(records)} rules, {sum(not r.get('held', True) for r in records)} did not hold, "
+              f"{len(errors)} errors; ran on {ran_on.get('platform')} ({ran_on.get('device_kind')})", flush=True)
+        out.write_text(json.dumps(found, indent=1))
+    for exercise in exercises.names() if samples else ():
         print(f"==> grading the samples of {exercise}", flush=True)
         found["samples"].update(grade_samples(exercise))
+    found["platform"] = found["platform"] or platform_name  # no page said: where they were sent
+    found["device_kind"] = found["device_kind"] or (CPU if platform_name == CPU else "unknown")
     out.write_text(json.dumps(found, indent=1))
 
 
@@ -227,6 +322,55 @@ def course_observation() -> dict:
                 samples[f"{exercise}/{name}"] = want
     return {"jax": rules[0]["jax"] if rules else "?", "python": platform.python_version(),
             "rules": rules, "glue": glue, "samples": samples}
+
+
+def committed_observation(report_path: Path = LAST_REPORT) -> dict:
+    """What the course's own build observed, as the committed last report recorded it
+    (its ``old`` side: each rule's status, each glued value), for making a report where
+    the site is not built here; the samples from their ``expected.json``."""
+    report = json.loads(report_path.read_text())
+    rules = [{"id": r["id"], "page": r["where"], "jax": report["old_jax"], "held": r["old"] == "holds",
+              "prose": r.get("prose", [])} for r in report["rows"] if r["kind"] == "rule" and r["old"] != "not asserted"]
+    glue = {}
+    for r in report["rows"]:
+        if r["kind"] == "glue":
+            glue.setdefault(r["where"], {})[r["id"]] = r["old"]
+    samples = {}
+    for expected in sorted(SAMPLES.glob("*/hidden/samples/expected.json")):
+        for name, want in json.loads(expected.read_text()).items():
+            if (expected.parent / f"{name}.py").exists():
+                samples[f"{expected.parents[2].name}/{name}"] = want
+    python = glue.get("book/intro", {}).get("built_python", "'?'").strip("'\"")  # the build's, as the landing page glued it
+    return {"jax": report["old_jax"], "python": python, "rules": rules, "glue": glue, "samples": samples}
+
+
+def platform_of(observation: dict) -> str:
+    """"cpu", "gpu" or "tpu": where an observation says its pages ran (``jax.default_backend()``)."""
+    said = observation.get("platform") or CPU
+    return GPU if said in ("gpu", "cuda", "rocm") else TPU if said == TPU else CPU
+
+
+def make_report(old: dict, new: dict) -> dict:
+    """The report of observation ``new`` against the course's own ``old``: its rows, and
+    where and how the pages ran. An accelerator's report that ran on another JAX than the
+    course's says so in ``note`` (the pages say it too)."""
+    rows = drift_compare.compare(old, new)
+    for row in rows:  # what a rule that did not hold saw there, where the run noted it (--cells)
+        seen = new.get("pages", {}).get(row["where"], {}).get("observed", {}).get(row["id"])
+        if row["kind"] == "rule" and row["new"] == "does not hold" and seen:
+            row["observed"] = {"condition": seen.get("condition"),
+                               "values": {k: v[:300] for k, v in seen.get("values", {}).items()}}
+    report = {"old_jax": old["jax"], "new_jax": new["jax"], "python": new["python"],
+              "platform": new.get("platform", CPU), "device_kind": new.get("device_kind", CPU),
+              "date": new.get("date") or datetime.date.today().isoformat()}
+    if platform_of(new) != CPU:
+        report["device_count"] = new.get("device_count")
+        report["mode"] = new.get("mode", "kernel")
+        report["samples"] = "graded" if "samples" in new else "not graded"
+        if new["jax"] != old["jax"]:
+            report["note"] = (f"ran on JAX {new['jax']} (the machine's own), not the course's "
+                              f"pinned {old['jax']}")
+    return dict(report, rows=rows)
 
 
 def report_text(report: dict) -> str:
@@ -264,42 +408,58 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command")
     observer = sub.add_parser("observe")
     observer.add_argument("out", type=Path)
-    observer.add_argument("--platform", choices=(CPU, GPU), default=CPU)
+    observer.add_argument("--platform", choices=PLATFORMS, default=CPU)
+    observer.add_argument("--cells", action="store_true",
+                          help="run each page's code cells in a new interpreter (scripts/drift_cells.py), "
+                               "no notebook kernel")
+    observer.add_argument("--no-samples", action="store_true", help="do not grade the sample answers")
+    observer.add_argument("--page-timeout", type=float, default=PAGE_TIMEOUT,
+                          help="seconds for one page run by --cells")
     parser.add_argument("--jax", help="the other JAX release, e.g. 0.10.2")
     parser.add_argument("--python", default=DRIFT_PYTHON, help="interpreter for the drift venv")
     parser.add_argument("--interpreter", help="an interpreter with the course's packages (no venv built)")
-    parser.add_argument("--platform", choices=("auto", CPU, GPU), default="auto",
-                        help="where the lessons run: auto (a GPU when nvidia-smi lists one), cpu, gpu")
+    parser.add_argument("--platform", choices=("auto", *PLATFORMS), default="auto",
+                        help="where the lessons run: auto (a GPU when nvidia-smi lists one), cpu, gpu, tpu")
     parser.add_argument("--cuda", default="cuda12", help="JAX's CUDA extra for a GPU run (cuda12, cuda13)")
+    parser.add_argument("--observed", type=Path,
+                        help="make the report from this observation (what `observe OUT` wrote on "
+                             "another machine) instead of running the lessons here")
     parser.add_argument("--check", action="store_true",
                         help=f"write nothing; exit 1 unless this JAX gives what "
                              f"{LAST_REPORT.relative_to(REPO)} says (the site's claim)")
     args = parser.parse_args(argv)
     if args.command == "observe":
-        observe(args.out, args.platform)
+        observe(args.out, args.platform, cells=args.cells, samples=not args.no_samples,
+                page_timeout=args.page_timeout)
         return 0
-    if not args.jax and not args.interpreter:
-        parser.error("say which JAX: --jax VERSION (or --interpreter PATH)")
-    where = choose_platform(args.platform)
-    old = course_observation()
-    python = args.interpreter or str(venv_for(args.jax, args.python, where, args.cuda))
-    (BUILD / "drift").mkdir(parents=True, exist_ok=True)
-    observed = BUILD / "drift" / "observed.json"
-    # The drift venv has the pins only, not the course: run from the checkout's root,
-    # where ``-m`` finds this module and the grader, as grade_samples runs the grader.
-    subprocess.run([python, "-m", "scripts.drift", "observe", str(observed), "--platform", where],
-                   cwd=REPO, check=True)
-    new = json.loads(observed.read_text())
-    rows = drift_compare.compare(old, new)
+    if not args.jax and not args.interpreter and not args.observed:
+        parser.error("say which JAX: --jax VERSION (or --interpreter PATH, or --observed FILE)")
+    built = (BUILD / "html" / "_static" / "rules.json").is_file()
+    if args.observed:
+        old = course_observation() if built else committed_observation()
+        print(f"==> against the course's own build, as {'_build/ holds it' if built else 'book/drift_report.json records it'}")
+        new = json.loads(args.observed.read_text())
+        where = platform_of(new)
+    else:
+        where = choose_platform(args.platform)
+        old = course_observation()
+        python = args.interpreter or str(venv_for(args.jax, args.python, where, args.cuda))
+        (BUILD / "drift").mkdir(parents=True, exist_ok=True)
+        observed = BUILD / "drift" / "observed.json"
+        # The drift venv has the pins only, not the course: run from the checkout's root,
+        # where ``-m`` finds this module and the grader, as grade_samples runs the grader.
+        subprocess.run([python, "-m", "scripts.drift", "observe", str(observed), "--platform", where],
+                       cwd=REPO, check=True)
+        new = json.loads(observed.read_text())
+    report = make_report(old, new)
+    rows = report["rows"]
     print("\n".join(drift_compare.format_report(rows, old["jax"], new["jax"])))
-    report = {"old_jax": old["jax"], "new_jax": new["jax"], "python": new["python"],
-              "platform": new.get("platform", CPU), "device_kind": new.get("device_kind", CPU),
-              "date": datetime.date.today().isoformat(), "rows": rows}
     last = report_path(where)
     if args.check:
         return check_against_last(report, last)
     text = report_text(report)
-    kept = BUILD / "drift" / f"report-{new['jax']}{'-gpu' if where == GPU else ''}.json"
+    (BUILD / "drift").mkdir(parents=True, exist_ok=True)
+    kept = BUILD / "drift" / f"report-{new['jax']}{'' if where == CPU else '-' + where}.json"
     kept.write_text(text)
     last.write_text(text)
     print(f"==> report: {kept.relative_to(REPO)} and {last.relative_to(REPO)}")

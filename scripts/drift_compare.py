@@ -87,8 +87,11 @@ def _grade(result):
 
 
 def compare_samples(old, new):
-    """One row per sample answer of ``old``: its score and failed checks."""
+    """One row per sample answer of ``old``: its score and failed checks; none where
+    ``new`` graded no samples at all (a run on a device with ``--no-samples``)."""
     rows = []
+    if "samples" not in new:
+        return rows
     for name, mine in sorted(old.get("samples", {}).items()):
         exercise, _, sample = name.partition("/")
         other = new.get("samples", {}).get(name)
@@ -135,35 +138,50 @@ def format_report(rows, old_jax, new_jax):
     return lines
 
 
+# What a report's ``platform`` (``jax.default_backend()`` where it ran) says of the device,
+# and how a page names it; a report without one, or "cpu", ran on the CPU.
+ACCELERATORS = {"gpu": "gpu", "cuda": "gpu", "rocm": "gpu", "tpu": "tpu"}
+A_DEVICE = {"gpu": "a GPU", "tpu": "a TPU"}
+
+
+def accelerator(report):
+    """"gpu" or "tpu" where a saved report was made on one, else None (the CPU)."""
+    return ACCELERATORS.get(report.get("platform", "cpu"))
+
+
 def on_gpu(report):
     """Whether a saved report was made on a GPU (``platform``: what
     ``jax.default_backend()`` said there; a report without one ran on the CPU)."""
-    return report.get("platform", "cpu") in ("gpu", "cuda", "rocm")
+    return accelerator(report) == "gpu"
 
 
 def page_summary(report, page):
     """One sentence for lesson ``page`` from a saved report (``{"old_jax", "new_jax",
     "python", "date", "rows"}``, and ``platform``, ``device_kind`` where it recorded
-    them): on which JAX, and on a GPU which device, its rules were checked, and how
-    they fared. ``""`` when the report has no rule of the page."""
+    them): on which JAX, and on an accelerator which device, its rules were checked, and
+    how they fared. ``""`` when the report has no rule of the page."""
     rules = [r for r in report["rows"] if r["kind"] == "rule" and r["where"] == page]
     if not rules:
         return ""
     held = sum(r["status"] == SAME and r["old"] == "holds" for r in rules)
     others = [r["id"] for r in rules if not (r["status"] == SAME and r["old"] == "holds")]
-    if on_gpu(report):
-        return _gpu_summary(report, rules, held)
+    if accelerator(report):
+        return _accelerator_summary(report, rules, held)
     text = (f"The drift report of {report['date']} also ran them on JAX {report['new_jax']} "
             f"(Python {report['python']}): {held} of {len(rules)} held")
     return text + (f"; not: {', '.join(others)}." if others else ".")
 
 
-def _gpu_summary(report, rules, held):
-    """The sentence of a report made on a GPU: which rules held there, which did not,
-    and which were not reached (their cell did not run there)."""
+def _accelerator_summary(report, rules, held):
+    """The sentence of a report made on a GPU or a TPU: which rules held there, which did
+    not, and which were not reached (their cell did not run there); and, where it ran on
+    another JAX than the course's (a machine's own), that it did."""
     device = report.get("device_kind") or report["platform"]
-    text = (f"On a GPU ({device}), the drift report of {report['date']} ran them on JAX "
-            f"{report['new_jax']}: {held} of {len(rules)} held there")
+    jax = f"JAX {report['new_jax']}"
+    if report["new_jax"] != report["old_jax"]:
+        jax += f" (the machine's own, not the course's pinned {report['old_jax']})"
+    text = (f"On {A_DEVICE[accelerator(report)]} ({device}), the drift report of {report['date']} "
+            f"ran them on {jax}: {held} of {len(rules)} held there")
     broke = [r["id"] for r in rules if r["status"] == CHANGED]
     unreached = [r["id"] for r in rules if r["status"] == FAILED]
     parts = ([f"did not hold: {', '.join(broke)}"] if broke else []) + (

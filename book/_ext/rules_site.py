@@ -18,9 +18,11 @@ tests/book/test_prose_claims.py holds every behaviour sentence to one of the two
 
 Under each list it adds, from the last drift report (``book/drift_report.json``,
 committed by ``make drift``), on which other JAX the page's rules were checked and
-how many held there; and, where a run on a GPU was made (``book/drift_report_gpu.json``,
-written by ``make drift`` on a machine with a CUDA GPU), on which GPU and which of the
-page's rules held there. Without that file the pages say nothing of a GPU.
+how many held there; and, where a run on an accelerator was made
+(``book/drift_report_gpu.json``, written by ``make drift`` on a machine with a CUDA GPU;
+``book/drift_report_tpu.json``, from a run on a TPU, see docs/testing.md), on which
+device and which of the page's rules held, did not hold, or were not reached there.
+Without those files the pages say nothing of a GPU or a TPU.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ NOTEBOOK_DIR = "_notebooks/lessons"  # where course_run.py writes the lesson not
 LIST_DIRECTIVE = "```{glue:md} rules_asserted"
 DRIFT_REPORT = REPO / "book" / "drift_report.json"
 GPU_DRIFT_REPORT = REPO / "book" / "drift_report_gpu.json"  # only where a GPU run was made
+TPU_DRIFT_REPORT = REPO / "book" / "drift_report_tpu.json"  # only where a TPU run was made
 SECTION_ID = "what-this-page-asserts"
 EXPLANATION_MARK = "explanation, not checked"
 EXPLANATION_TITLE = "Explanation: why it happens, which no check on this page can carry"
@@ -78,9 +81,9 @@ def check_source(app: Sphinx, docname: str, source: list[str]) -> None:
 
 
 def reports_stamp() -> dict[str, str | None]:
-    """Each drift report's content hash, None where there is none (the GPU one)."""
+    """Each drift report's content hash, None where there is none (an accelerator's)."""
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
-            for path in (DRIFT_REPORT, GPU_DRIFT_REPORT)}
+            for path, _ in drift_reports()}
 
 
 def pages_of_changed_reports(app: Sphinx, env, added, changed, removed) -> list[str]:
@@ -94,11 +97,18 @@ def pages_of_changed_reports(app: Sphinx, env, added, changed, removed) -> list[
     return sorted(d for d in env.found_docs if asserts_rules(d) and d not in added | changed)
 
 
+def drift_reports() -> list[tuple[Path, list[str]]]:
+    """Each drift report a page may speak of, with its paragraph's classes: the last one
+    (another JAX), then the GPU run's and the TPU run's."""
+    return [(DRIFT_REPORT, ["course-drift"]), (GPU_DRIFT_REPORT, ["course-drift", "course-drift-gpu"]),
+            (TPU_DRIFT_REPORT, ["course-drift", "course-drift-tpu"])]
+
+
 def drift_sentences(docname: str) -> list[tuple[str, list[str]]]:
     """(sentence, classes) for ``docname`` from each drift report there is: the last
-    one's (another JAX), then the GPU run's, if one was made."""
+    one's (another JAX), then the GPU run's and the TPU run's, where one was made."""
     found = []
-    for path, classes in ((DRIFT_REPORT, ["course-drift"]), (GPU_DRIFT_REPORT, ["course-drift", "course-drift-gpu"])):
+    for path, classes in drift_reports():
         if path.is_file():
             sentence = drift_compare.page_summary(json.loads(path.read_text()), docname)
             if sentence:

@@ -66,6 +66,7 @@ def test_a_page_shows_the_gpu_run_only_where_one_was_made(tmp_path, monkeypatch)
     committed = json.loads(rules_site.DRIFT_REPORT.read_text())
     without = _asserts_section()
     monkeypatch.setattr(rules_site, "GPU_DRIFT_REPORT", tmp_path / "drift_report_gpu.json")
+    monkeypatch.setattr(rules_site, "TPU_DRIFT_REPORT", tmp_path / "drift_report_tpu.json")  # none: the GPU's alone
     rules_site.add_drift_sentence(None, without, PAGE)
     assert _drift_paragraphs(without) == [(drift_compare.page_summary(committed, PAGE), ["course-drift"])]
 
