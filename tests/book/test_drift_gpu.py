@@ -17,21 +17,17 @@ from book._ext import rules_site
 from scripts import drift, drift_compare
 from tests.course import REPO
 
-PAGE = "book/lessons/state_tree"
+from .drift_rows import PAGE, rule_row
 
-
-def _row(rule_id, status, old="holds", new="holds", error=None):
-    return {"kind": "rule", "where": PAGE, "id": rule_id, "status": status,
-            "old": old, "new": new, "error": error, "prose": []}
 
 
 # What `make drift` writes to book/drift_report_gpu.json after a run on an H200 (a
 # fixture: no GPU ran it). One rule held, one did not, one was not reached.
 GPU_RUN = {"old_jax": "0.12.0.1", "new_jax": "0.12.0.1", "python": "3.12.3", "platform": "gpu",
            "device_kind": "NVIDIA H200", "date": "2026-12-03",
-           "rows": [_row("one-entry-per-leaf", "same"),
-                    _row("alias-bytes-cover-state", "changed", new="does not hold"),
-                    _row("shape-change-leaf-warns", "failed", new=None,
+           "rows": [rule_row("one-entry-per-leaf", "same"),
+                    rule_row("alias-bytes-cover-state", "changed", new="does not hold"),
+                    rule_row("shape-change-leaf-warns", "failed", new=None,
                          error="cell 30: XlaRuntimeError: UNIMPLEMENTED")]}
 
 

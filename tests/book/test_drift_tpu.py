@@ -15,28 +15,24 @@ from docutils import nodes
 
 from tests.course import REPO
 
+from .drift_rows import PAGE, rule_row
+
 from .sitebuild import LESSONS
 
 from book._ext import rules_site
 from scripts import drift, drift_cells, drift_compare
 
-PAGE = "book/lessons/state_tree"
 PAGES = ["book/intro"] + [f"book/lessons/{name}" for name in LESSONS]
 COMMITTED = REPO / "book" / "drift_report_tpu.json"
-
-
-def _row(rule_id, status, old="holds", new="holds", error=None):
-    return {"kind": "rule", "where": PAGE, "id": rule_id, "status": status,
-            "old": old, "new": new, "error": error, "prose": []}
 
 
 # What `scripts/drift.py --observed` writes to book/drift_report_tpu.json after a run on
 # a TPU with the machine's own JAX. One rule held, one did not, one was not reached.
 TPU_RUN = {"old_jax": "0.12.0.1", "new_jax": "0.10.2", "python": "3.11.7", "platform": "tpu",
            "device_kind": "TPU v5 lite", "date": "2026-12-05",
-           "rows": [_row("one-entry-per-leaf", "same"),
-                    _row("alias-bytes-cover-state", "changed", new="does not hold"),
-                    _row("shape-change-leaf-warns", "failed", new=None,
+           "rows": [rule_row("one-entry-per-leaf", "same"),
+                    rule_row("alias-bytes-cover-state", "changed", new="does not hold"),
+                    rule_row("shape-change-leaf-warns", "failed", new=None,
                          error="code cell 3: ValueError: Number of devices 1 must be >= 8")]}
 
 
