@@ -13,14 +13,20 @@ from autograder.defaults import CHECKOUT as REPO, release_argv
 BIN = Path(sys.executable).parent
 
 
-def nbgrader_env():
-    """The environment of someone following the README: the venv's tools on PATH (its
-    ``PATH=../.venv/bin:$PATH``) and nothing else added. In particular no PYTHONPATH:
-    the hidden cells import the course from .venv, where ``make venv`` installed it, as
-    they must for an instructor's ``cd exercises; nbgrader autograde``."""
+def nbgrader_env(checkout=REPO):
+    """The environment of someone following the README in ``checkout``: the venv's tools
+    on PATH (its ``PATH=../.venv/bin:$PATH``) and nothing else added. In particular no
+    PYTHONPATH: the hidden cells import the course from .venv, where ``make venv``
+    installed it, as they must for an instructor's ``cd exercises; nbgrader autograde``.
+
+    A copy of the checkout (:func:`tests.grading.helpers.checkout`) shares this
+    checkout's .venv, whose editable install names this checkout; there PYTHONPATH puts
+    the copy's packages first, as the copy's own ``make venv`` would have."""
     env = dict(os.environ)
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     env.pop("PYTHONPATH", None)
+    if Path(checkout).resolve() != REPO.resolve():
+        env["PYTHONPATH"] = str(checkout)
     return env
 
 
@@ -51,7 +57,7 @@ def grader_cli(*args, cwd=REPO, env=None, timeout=600, wait=True):
     CompletedProcess (text output captured, not checked), or with ``wait=False`` the
     running Popen (stdout and stderr piped)."""
     argv = [sys.executable, "-m", "autograder", *map(str, args)]
-    environment = dict(nbgrader_env(), **(env or {}))
+    environment = dict(nbgrader_env(cwd), **(env or {}))
     if not wait:
         return subprocess.Popen(argv, cwd=cwd, env=environment, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

@@ -22,7 +22,7 @@ import psutil
 import pytest
 import requests
 
-from tests.course import REPO
+from tests.course import REPO, nbgrader_env
 from tests.hub.accounts import Account
 
 WAIT_S = 600  # give-up time for servers, not a timing assertion
@@ -134,7 +134,7 @@ def running_hub(accounts, released_course, root, repo=REPO, make=("make", "hub")
     while len(ports) < 5:
         ports.add(free_privileged_port())
     public, hub_api, proxy_api, grader, site = (str(p) for p in ports)
-    env = dict(os.environ, PORT=public, HUB_API_PORT=hub_api, PROXY_API_PORT=proxy_api,
+    env = dict(nbgrader_env(repo), PORT=public, HUB_API_PORT=hub_api, PROXY_API_PORT=proxy_api,
                GRADER_PORT=grader, SITE_PORT=site, HUB_STATE=str(root / "state"),
                GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
                GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),

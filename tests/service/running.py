@@ -90,7 +90,7 @@ class Service:
             argv += [f"--{key}", str(value)]
         # No --origins: the service allows the course site by default, on the PORT
         # make serve hands it (README: PORT=9000 make serve), as for a learner.
-        env = {k: v for k, v in nbgrader_env().items()
+        env = {k: v for k, v in nbgrader_env(self.cwd).items()
                if not k.startswith("GRADER_") and k not in ("PORT", "HOST")}
         if self.site_port:
             env["PORT"] = str(self.site_port)

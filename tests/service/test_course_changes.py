@@ -45,7 +45,7 @@ def _older(answer):
 
 
 def _command(root, *args, env=None):
-    return subprocess.run([sys.executable, "-m", *args], cwd=root, env=dict(nbgrader_env(), **(env or {})),
+    return subprocess.run([sys.executable, "-m", *args], cwd=root, env=dict(nbgrader_env(root), **(env or {})),
                           capture_output=True, text=True, timeout=600)
 
 

@@ -16,7 +16,7 @@ NEW = "update_again"  # a second copy of update_with_donate, registered mid-cour
 def _release(root, exercise):
     """``make release``'s command for ``exercise``, from the checkout's ``exercises/``."""
     argv = release_argv(exercise, BIN)
-    subprocess.run([*argv, *quiet(argv)], cwd=root / "exercises", env=nbgrader_env(),
+    subprocess.run([*argv, *quiet(argv)], cwd=root / "exercises", env=nbgrader_env(root),
                    check=True, capture_output=True, text=True, timeout=600)
 
 
