@@ -51,6 +51,22 @@ def overwrite_on_conflict(lab) -> None:
         "button", name="Overwrite").click())
 
 
+def fail_on_other_dialogs(lab, name: str) -> None:
+    """End the page at once when JupyterLab shows a dialog other than "File Changed",
+    printing its text (pytest shows it with the failure) and saving a screenshot
+    (``name``): a dialog blocks every later click, and without this the test would wait
+    its whole timeout and say only that a click was intercepted. (An exception raised in
+    a locator handler does not reach the blocked action; closing the page does.) For a
+    page where no other dialog is expected (Validate's is)."""
+    other = lab.locator(".jp-Dialog").filter(has_not_text="has changed on disk")
+
+    def unexpected(dialog):
+        print(f"JupyterLab showed a dialog: {dialog.inner_text()!r} (screenshot {name}.png)")
+        screenshot(lab, name)
+        lab.close()
+    lab.add_locator_handler(other, unexpected)
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"

@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.browser.pages import overwrite_on_conflict, screenshot
+from tests.browser.pages import fail_on_other_dialogs, overwrite_on_conflict, screenshot
 from tests.course import REPO
 from tests.grading.helpers import SAMPLES
 from tests.hub.running import class_csv_when
@@ -65,6 +65,7 @@ def solve_and_submit_in_jupyterlab(page, name):
         link.click()
     lab = popup.value
     overwrite_on_conflict(lab)
+    fail_on_other_dialogs(lab, f"hub-jupyterlab-dialog-{name}")
     lab.wait_for_url(re.compile(rf"/user/{name}/lab/tree/{EXERCISE}/{EXERCISE}\.ipynb"), timeout=WAIT_MS)
     panel = lab.locator(".jp-NotebookPanel:visible")
     panel.wait_for(timeout=WAIT_MS)
