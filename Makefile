@@ -106,10 +106,11 @@ hub: book
 	  $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/hub.py
 
 # One pytest-xdist worker per core; tests that share a build or a module's fixtures
-# stay on one worker (tests/tiers.py: group_of; tests/conftest.py: the scheduler).
+# stay on one worker (tests/tiers.py: group_of; tests/conftest.py: the scheduler). The
+# 30 slowest steps are listed at the end: where the suite's time goes, run by run.
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
-	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests -n auto
+	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests -n auto --durations=30
 
 # The fast tier: the tests in none of pytest.ini's slow tiers (tests/tiers.py marks them),
 # in a new random order each time (pytest-random-order; it prints the seed, and
