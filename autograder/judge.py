@@ -6,12 +6,12 @@ hidden test on observations, what ``nbgrader autograde``'s kernels run per cell
 (:mod:`autograder.nbgrader_bridge`).
 
 Runs in the grader's process, never in the learner's. The hidden tests
-(``exercises/<exercise>/hidden/tests.py``) are pytest tests taking the fixtures ``obs``
+(``autograder/exercises/<exercise>/hidden/tests.py``) are pytest tests taking the fixtures ``obs``
 and ``seed``; here each is called directly, in file order, exactly as the
 nbgrader bridge calls them, so both graders judge with the same code (and a
 class is not charged a pytest session per submission). To run them under
 pytest, point ``AUTOGRADER_OBSERVATIONS`` at a JSON file ``{"obs": ..., "seed": ...}``
-(see ``exercises/conftest.py``). A failing test shows only its
+(see ``autograder/exercises/conftest.py``). A failing test shows only its
 :class:`~autograder.feedback.GradeFailure` message, never its source, ending with
 the requirement row(s) of the task it grades (:func:`graded_rows`); a
 :class:`~autograder.feedback.NotChecked` says "not checked" with the title of the
