@@ -28,6 +28,17 @@ KEEP_GOING = "COURSE_RULES_KEEP_GOING"
 LIST_KEY = "rules_asserted"
 
 
+def laid_out_bytes(tree) -> int:
+    """The bytes a compiled call gives ``tree`` (a pytree of arrays) as its argument,
+    as ``memory_analysis().argument_size_in_bytes`` of an identity compiled on the
+    default device reports them: the leaves' ``nbytes`` on CPU; a TPU pads each array to
+    its tiled layout (an f32[4] takes 512 bytes there; ``book/drift_report_tpu.json``).
+    The lessons compare aliased bytes with this, not with ``nbytes``."""
+    import jax
+
+    return jax.jit(lambda t: t).lower(tree).compile().memory_analysis().argument_size_in_bytes
+
+
 class RuleBroken(AssertionError):
     """A rule's condition was false on this JAX: the page would state something untrue."""
 
