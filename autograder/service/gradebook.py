@@ -13,6 +13,7 @@ recorded one there (``recorded.py``: the best by default, or the latest).
 The notebook itself is also written to ``submitted/<learner>/<exercise>/`` with
 nbgrader's ``timestamp.txt``, so ``nbgrader autograde`` can re-check it.
 """
+import contextlib
 import datetime
 import os
 from pathlib import Path
@@ -27,6 +28,27 @@ from autograder.service.lateness import Deadlines
 
 class NotReady(Exception):
     """The gradebook cannot take this result yet (e.g. the exercise is not released)."""
+
+
+@contextlib.contextmanager
+def _one_transaction(gb):
+    """Make the block's gradebook writes one transaction.
+
+    nbgrader's :class:`~nbgrader.api.Gradebook` commits inside its own methods
+    (``add_submission`` commits a new submission before any score is written), so a
+    reader such as ``nbgrader export`` could see a timestamped submission scoring 0 and
+    no late penalty. Inside the block its commits only flush; the block commits once at
+    its end, or rolls everything back."""
+    commit = gb.db.commit
+    gb.db.commit = gb.db.flush
+    try:
+        yield
+    except BaseException:
+        gb.db.rollback()
+        raise
+    finally:
+        del gb.db.commit
+    commit()
 
 
 class Mirror:
@@ -73,29 +95,23 @@ class Mirror:
     def record(self, row, penalty=0.0):
         """Write one done :class:`~autograder.service.rows.Submission` (as :meth:`Store.graded`
         reads it, with its notebook) into the gradebook, with its late ``penalty`` in points
-        (nbgrader's ``late_submission_penalty``)."""
-        exercise, learner, result = row.exercise, row.learner, row.result
-        if any(c.grade_id is None for c in result.checks):
-            raise NotReady("the result's checks do not match the exercise's hidden tests")
-        when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.timezone.utc)
+        (nbgrader's ``late_submission_penalty``), in one transaction of its own."""
+        with self.writing() as book:
+            book.record(row, penalty)
+
+    @contextlib.contextmanager
+    def writing(self):
+        """A :class:`Book` for many :meth:`Book.record` calls in one gradebook session and
+        one transaction: readers (``nbgrader export``, the class CSV) see all of them or
+        none. Raises :class:`NotReady` at once when no gradebook exists; an error inside
+        the block rolls every write of the block back."""
         if self.missing():
             raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
-        with Gradebook(self.url) as gb:
-            notebook = self._notebook(gb, exercise, [c.grade_id for c in result.checks])
-            gb.update_or_create_student(learner)
-            gb.update_or_create_submission(exercise, learner, timestamp=when)
-            for check in result.checks:
-                grade = gb.find_grade(check.grade_id, notebook, exercise, learner)
-                grade.auto_score = float(check.score)
-                grade.needs_manual_grade = grade.manual_score is not None
-            submitted = gb.find_submission_notebook(notebook, exercise, learner)
-            submitted.late_submission_penalty = penalty or None
-            unattempted = result.status == "not attempted"
-            for cell in gb.find_notebook(notebook, exercise).solution_cells:
-                comment = gb.find_comment(cell.name, notebook, exercise, learner)
-                comment.auto_comment = "No response." if unattempted else None
-            gb.db.commit()
-        self._write_notebook(exercise, learner, notebook, row.notebook, when)
+        with Gradebook(self.url) as gb, _one_transaction(gb):
+            book = Book(self, gb)
+            yield book
+        for args in book.notebooks:  # the gradebook holds them now
+            self._write_notebook(*args)
 
     def points_disagree(self, exercise, fix=False):
         """Where the gradebook's points for ``exercise`` differ from its hidden tests'
@@ -126,7 +142,7 @@ class Mirror:
         return found
 
     @staticmethod
-    def _notebook(gb, exercise, grade_ids):
+    def notebook_of(gb, exercise, grade_ids):
         try:
             assignment = gb.find_assignment(exercise)
         except MissingEntry:
@@ -145,3 +161,33 @@ class Mirror:
         atomic_write(folder / "timestamp.txt",
                      when.strftime("%Y-%m-%d %H:%M:%S.%f") + " UTC\n")
         os.chmod(path, 0o600)  # learners' work: instructor only
+
+
+class Book:
+    """An open gradebook the :class:`Mirror` writes results into (see :meth:`Mirror.writing`)."""
+
+    def __init__(self, mirror, gb):
+        self.mirror, self.gb = mirror, gb
+        self.notebooks = []  # _write_notebook's arguments, written after the commit
+
+    def record(self, row, penalty=0.0):
+        """As :meth:`Mirror.record`, inside this book's transaction. :class:`NotReady` is
+        raised before anything of ``row`` is written."""
+        gb, exercise, learner, result = self.gb, row.exercise, row.learner, row.result
+        if any(c.grade_id is None for c in result.checks):
+            raise NotReady("the result's checks do not match the exercise's hidden tests")
+        when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.timezone.utc)
+        notebook = Mirror.notebook_of(gb, exercise, [c.grade_id for c in result.checks])
+        gb.update_or_create_student(learner)
+        gb.update_or_create_submission(exercise, learner, timestamp=when)
+        for check in result.checks:
+            grade = gb.find_grade(check.grade_id, notebook, exercise, learner)
+            grade.auto_score = float(check.score)
+            grade.needs_manual_grade = grade.manual_score is not None
+        submitted = gb.find_submission_notebook(notebook, exercise, learner)
+        submitted.late_submission_penalty = penalty or None
+        unattempted = result.status == "not attempted"
+        for cell in gb.find_notebook(notebook, exercise).solution_cells:
+            comment = gb.find_comment(cell.name, notebook, exercise, learner)
+            comment.auto_comment = "No response." if unattempted else None
+        self.notebooks.append((exercise, learner, notebook, row.notebook, when))

@@ -31,11 +31,13 @@ from autograder.exercises import current
 from autograder.exercises import names as exercise_names
 from autograder.service.out_of_date import DEADLINES_MARK
 from autograder.service import outbox
+from autograder.service.gradebook import NotReady
 from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
 
 log = logging.getLogger("autograder.service")
 HIDDEN_TESTS = "hidden tests"  # the problems' key while some cannot be loaded
+ROUND = 50  # recorded grades written per gradebook transaction
 
 
 def lms_client():
@@ -275,15 +277,57 @@ class GradingThreads:
         if self.store.mark(DEADLINES_MARK) == state:
             return
         lateness = late_by(self.mirror.deadlines)
+        keeps = []
         for learner, exercise in self.store.graded_pairs():
-            if self.stopping.is_set():
-                return
-            keep = recorded(self.store.graded(learner, exercise), self.rule, lateness)
+            keep = recorded(self.store.graded(learner, exercise, notebooks=False),
+                            self.rule, lateness)
             if keep is not None:
-                self.mirror.record(keep, lateness(keep).penalty)
-                self.store.mark_recorded(learner, exercise, keep.id)
+                keeps.append(keep)
+        errors = self._write_rounds(keeps, lateness)
+        if errors:
+            raise errors[0]
+        if self.stopping.is_set():
+            return
         self.store.set_mark(DEADLINES_MARK, state)
         log.info("gradebook penalties written under the current late policy and deadlines")
+
+    def _write_rounds(self, keeps, lateness):
+        """Write the recorded submissions ``keeps`` into the gradebook, :data:`ROUND` per
+        transaction (:meth:`Mirror.writing`: one gradebook session, readers see a round
+        whole), each marked recorded in the store once its round is committed. A round
+        that fails is written again one submission at a time, so one bad row holds up no
+        other. Returns the errors of those that could not be written (retried later)."""
+        errors = []
+        for start in range(0, len(keeps), ROUND):
+            if self.stopping.is_set():
+                break
+            chunk = keeps[start:start + ROUND]
+            try:
+                errors += self._write(chunk, lateness)
+            except Exception:  # the round again, row by row, below
+                for keep in chunk:
+                    try:
+                        errors += self._write([keep], lateness)
+                    except Exception as exc:  # retried on a later round
+                        errors.append(exc)
+        return errors
+
+    def _write(self, keeps, lateness):
+        """One transaction of :meth:`_write_rounds`; a row the gradebook cannot take yet
+        (:class:`~autograder.service.gradebook.NotReady`) is left out and returned."""
+        written, errors = [], []
+        with self.mirror.writing() as book:
+            for keep in keeps:
+                keep = dataclasses.replace(keep, notebook=self.store.notebook(keep.id))
+                try:
+                    book.record(keep, lateness(keep).penalty)
+                except NotReady as exc:
+                    errors.append(exc)
+                else:
+                    written.append(keep)
+        for keep in written:
+            self.store.mark_recorded(keep.learner, keep.exercise, keep.id)
+        return errors
 
     def sync_once(self):
         """Mirror each learner's recorded submission (``self.rule``, recorded.py) of every
@@ -292,23 +336,18 @@ class GradingThreads:
         A pair that cannot be written stays unsynced (retried later) without
         holding up the others; the first such error is raised at the end.
         """
-        errors = []
         pairs = dict.fromkeys((r.learner, r.exercise) for r in self.store.unsynced())
         lateness = late_by(self.mirror.deadlines)
+        keeps = []
         for learner, exercise in pairs:
-            if self.stopping.is_set():
-                return
             keep = recorded(self.store.graded(learner, exercise, notebooks=False),
                             self.rule, lateness)
             if keep is None:  # regraded meanwhile: its new grading is synced when done
                 continue
-            if keep.gradebook != "recorded":
-                try:  # the one notebook written, read alone
-                    keep = dataclasses.replace(keep, notebook=self.store.notebook(keep.id))
-                    self.mirror.record(keep, lateness(keep).penalty)
-                except Exception as exc:  # retried on a later round
-                    errors.append(exc)
-                    continue
-            self.store.mark_recorded(learner, exercise, keep.id)
+            if keep.gradebook == "recorded":  # already there: only the others to mark
+                self.store.mark_recorded(learner, exercise, keep.id)
+            else:
+                keeps.append(keep)
+        errors = self._write_rounds(keeps, lateness)
         if errors:
             raise errors[0]

@@ -14,24 +14,37 @@ from tests.grading.helpers import ASSIGNMENT, released_notebook
 from tests.service.submissions import notebook_with
 
 
-def test_scores_land_on_the_cells_their_grade_ids_name(course_template, tmp_path):
-    course = copy_course(course_template, tmp_path / "course")
+def _graded_rows(course, tmp_path, learners):
+    """One done submission per learner in a new store: ``(rows, checks, raw)``. Points
+    differ per check, and the checks come in reverse order: only the grade ids say
+    which cell each score belongs to."""
     raw = (json.dumps(released_notebook(course), indent=1) + "\n").encode()
+    checks = [CheckResult(name, title, points if i % 2 else 0, points,
+                          "passed" if i % 2 else "failed", "")
+              for i, (name, title, points) in enumerate(hidden_tests(ASSIGNMENT))]
     store = Store(tmp_path / "grading.db")
     try:
-        sub_id = store.admit("ada", ASSIGNMENT, raw, "10.0.0.1", Caps(rate_count=0))[0]
-        store.claim("host:1:0", lease=30)
-        # Points differ per check, and the checks come in reverse order: only the
-        # grade ids say which cell each score belongs to.
-        checks = [CheckResult(name, title, points if i % 2 else 0, points,
-                              "passed" if i % 2 else "failed", "")
-                  for i, (name, title, points) in enumerate(hidden_tests(ASSIGNMENT))]
-        result = GradingResult(checks[::-1], "", "graded", "d", 1.0)
-        assert store.finish(sub_id, "host:1:0", result.to_record())
-        [row] = store.unsynced()
-        Mirror(course).record(row)
+        for learner in learners:
+            sub_id = store.admit(learner, ASSIGNMENT, raw, "10.0.0.1", Caps(rate_count=0))[0]
+            store.claim("host:1:0", lease=30)
+            result = GradingResult(checks[::-1], "", "graded", "d", 1.0)
+            assert store.finish(sub_id, "host:1:0", result.to_record())
+        rows = [store.graded(r.learner, r.exercise)[0] for r in store.unsynced()]
     finally:
         store.engine.dispose()
+    return rows, checks, raw
+
+
+def _submitted(course):
+    """Who has a submission in the gradebook, as another reader (nbgrader export) sees it."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        return {s.student_id for s in gb.assignment_submissions(ASSIGNMENT)}
+
+
+def test_scores_land_on_the_cells_their_grade_ids_name(course_template, tmp_path):
+    course = copy_course(course_template, tmp_path / "course")
+    [row], checks, raw = _graded_rows(course, tmp_path, ["ada"])
+    Mirror(course).record(row)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         scores = {c.grade_id: gb.find_grade(c.grade_id, ASSIGNMENT, ASSIGNMENT, "ada").auto_score
                   for c in checks}
@@ -55,3 +68,24 @@ def test_nbgrader_export_holds_the_recorded_grade(new_service, course_template, 
     assert ("_sub = jax.jit" in saved) == (rule == "latest")  # wrong_arithmetic's answer
     rows = service.rows()
     assert {rows[first]["gradebook"], rows[second]["gradebook"]} == {"recorded", "superseded"}
+
+
+def test_readers_see_a_round_of_grades_whole_or_not_at_all(course_template, tmp_path):
+    """nbgrader's Gradebook commits a new submission before its scores: written through
+    the mirror, another reader sees no submission until every score of the round is
+    there, and a round that fails leaves nothing behind."""
+    course = copy_course(course_template, tmp_path / "course")
+    rows, checks, _ = _graded_rows(course, tmp_path, ["ada", "bob", "cy"])
+    mirror = Mirror(course)
+    with pytest.raises(RuntimeError), mirror.writing() as book:
+        book.record(rows[0])
+        raise RuntimeError("the round fails after its first grade")
+    assert _submitted(course) == set()
+    with mirror.writing() as book:
+        for row in rows:
+            book.record(row)
+            assert _submitted(course) == set()
+    assert _submitted(course) == {"ada", "bob", "cy"}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert {s.student_id: s.score for s in gb.assignment_submissions(ASSIGNMENT)} == \
+            dict.fromkeys(["ada", "bob", "cy"], float(sum(c.score for c in checks)))
