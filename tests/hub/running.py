@@ -164,8 +164,7 @@ class Signed:
                       if c.name == "_xsrf" and c.path.startswith("/services/course"))
         reply = self.session.get(hub.url("/services/course/api/session"),
                                  headers={"X-XSRFToken": cookie, "Sec-Fetch-Mode": "cors"})
-        assert reply.ok, reply.text
-        self.token = reply.json()["token"]
+        self.token = json_of(reply)["token"]
         self.headers = {"Authorization": f"token {self.token}"}
 
     def grader(self, method, path, **kwargs):
@@ -177,30 +176,47 @@ class Signed:
         reply = self.grader("POST", "api/submissions",
                             json={"exercise": "update_with_donate", "notebook": notebook, **extra})
         assert reply.status_code == 202, reply.text
-        return reply.json()["id"]
+        return json_of(reply)["id"]
 
     def wait_done(self, sub_id):
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
-            sub = self.grader("GET", f"api/submissions/{sub_id}").json()
+            sub = json_of(self.grader("GET", f"api/submissions/{sub_id}"))
             if sub["status"] == "done":
                 return sub
             time.sleep(1)
         pytest.fail(f"submission {sub_id} was not graded")
 
 
+def json_of(reply):
+    """``reply``'s JSON body; a test failure that shows the reply (the redirects that led
+    to it, its status and address, the start of its body) when it is not a JSON success."""
+    if not (reply.ok and reply.headers.get("Content-Type", "").startswith("application/json")):
+        came = " -> ".join(f"{r.status_code} {r.url}" for r in reply.history)
+        pytest.fail(f"{reply.request.method} {came} -> {reply.status_code} {reply.url}: "
+                    f"{reply.text[:400]!r}")
+    return reply.json()
+
+
 def class_csv_when(instructor, exercise, scores, wait_s):
     """The class CSV's rows (nbgrader export's columns), fetched by ``instructor``
     (a :class:`Signed`) until the gradebook mirror, a background thread, holds
-    ``scores`` (``{learner: score}``) for ``exercise``, or ``wait_s`` seconds passed.
+    ``scores`` for ``exercise``, or ``wait_s`` seconds passed: ``{learner: score}``, or
+    ``{learner: (score, late penalty)}`` where the penalty must be there too.
     Earlier tests may have graded the same learners: some row for each is not enough."""
     deadline = time.monotonic() + wait_s
     while True:
         reply = instructor.grader("GET", "api/class.csv")
         assert reply.ok and reply.headers["Content-Type"].startswith("text/csv")
         rows = list(csv.DictReader(io.StringIO(reply.text)))
-        held = {r["student_id"]: float(r["score"]) for r in rows
+        held = {r["student_id"]: _csv_grade(r, scores[r["student_id"]]) for r in rows
                 if r["assignment"] == exercise and r["timestamp"] and r["student_id"] in scores}
         if held == scores or time.monotonic() > deadline:
             return rows
         time.sleep(1)
+
+
+def _csv_grade(row, like):
+    """``row``'s score, or (score, late penalty) when ``like`` is a pair."""
+    score = float(row["score"])
+    return (score, float(row["late_submission_penalty"])) if isinstance(like, tuple) else score

@@ -23,7 +23,7 @@ from tests.browser.pages import axe_violations, screenshot
 from tests.course import REPO
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.hub.accounts import more_learners
-from tests.hub.running import Signed
+from tests.hub.running import Signed, json_of
 from tests.hub.test_class_browser import LESSON, WAIT_MS, browser_sign_in
 
 EXERCISE = "update_with_donate"
@@ -96,7 +96,7 @@ def test_the_instructor_sees_where_a_class_of_200_is_stuck(hub, accounts, browse
     assert ada.grader("POST", "api/runs", json={"lesson": "lifetimes", "learner": learners[0].name}).ok
     assert ada.grader("POST", "api/runs", json={"lesson": "../etc"}).status_code == 400
     ins = sign_in("ins")
-    answer = ins.grader("GET", "api/class").json()
+    answer = json_of(ins.grader("GET", "api/class"))
     view, roster = answer["exercises"][EXERCISE], answer["roster"]
     mine = {a.name for a in learners}
     assert mine <= set(view["learners"]) and all(view["learners"][n]["latest"] is not None for n in mine)

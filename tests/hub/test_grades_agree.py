@@ -12,7 +12,7 @@ from pathlib import Path
 from autograder.service.lateness import CACHE_S
 from tests.course import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
-from tests.hub.running import Signed, WAIT_S, class_csv_when
+from tests.hub.running import Signed, WAIT_S, class_csv_when, json_of
 
 EXERCISE = "donation_report"  # the other hub tests submit update_with_donate
 
@@ -36,12 +36,12 @@ def _submit(learner, notebook):
     reply = learner.grader("POST", "api/submissions",
                            json={"exercise": EXERCISE, "notebook": notebook})
     assert reply.status_code == 202, reply.text
-    return reply.json()["id"]
+    return json_of(reply)["id"]
 
 
 def _wait_graded(learner, sub_id):
     deadline = time.monotonic() + WAIT_S
-    while learner.grader("GET", f"api/submissions/{sub_id}").json()["status"] != "done":
+    while json_of(learner.grader("GET", f"api/submissions/{sub_id}"))["status"] != "done":
         assert time.monotonic() < deadline, f"{sub_id} was not graded"
         time.sleep(1)
 
@@ -51,13 +51,13 @@ def _three_views(hub, instructor, grades, tmp_path):
     (once the gradebook mirror holds the scores) and nbgrader export must each say it."""
     deadline = time.monotonic() + WAIT_S
     while True:
-        view = instructor.grader("GET", "api/class").json()["exercises"][EXERCISE]["learners"]
+        view = json_of(instructor.grader("GET", "api/class"))["exercises"][EXERCISE]["learners"]
         shown = {n: (view[n]["recorded"], view[n]["penalty"]) for n in grades if n in view}
         if shown == grades or time.monotonic() > deadline:
             break
         time.sleep(1)
     assert shown == grades, view
-    rows = class_csv_when(instructor, EXERCISE, {n: s for n, (s, _) in grades.items()}, WAIT_S)
+    rows = class_csv_when(instructor, EXERCISE, grades, WAIT_S)
     in_csv = {r["student_id"]: (float(r["score"]), float(r["late_submission_penalty"]))
               for r in rows if r["assignment"] == EXERCISE and r["student_id"] in grades}
     assert in_csv == grades, rows
@@ -102,7 +102,7 @@ def test_deadline_late_work_extension_and_regrade_agree_everywhere(hub, sign_in,
     assert "3 recorded submission(s) queued" in said, said
     deadline = time.monotonic() + WAIT_S
     while any(s["status"] != "done" for learner in (ada, bob, cy)
-              for s in learner.grader("GET", "api/submissions").json()["submissions"]
+              for s in json_of(learner.grader("GET", "api/submissions"))["submissions"]
               if s["exercise"] == EXERCISE and s["status"] not in ("regraded", "replaced")):
         assert time.monotonic() < deadline, "the regrade did not finish"
         time.sleep(1)
