@@ -43,6 +43,7 @@ SAVE_WAIT_S = 180    # then refuse
 POLL_S = 600         # grading answers within seconds; stop polling after this
 SEND_TIMEOUT_S = 120  # a loaded machine may take long to answer; a resend is safe anyway
 RETRY_S = 2          # between polls after the service did not answer (it may be restarting)
+HOLD_S = 15          # a poll is held by the service this long at most while grading goes on
 
 SUBMIT_INTRO = (
     "### Submit\n"
@@ -170,13 +171,16 @@ def send(url, body, headers):
 
 def follow(url, sub_id, headers, deadline):
     """Poll submission ``sub_id`` until it is done; its answer, or None at ``deadline``
-    (``time.monotonic()``). A poll the service does not answer is tried again: the
-    submission is stored, and a restarted service grades it."""
-    request = urllib.request.Request(f"{url}/api/submissions/{sub_id}", headers=headers)
+    (``time.monotonic()``). Each poll is held by the service until the submission is
+    graded or :data:`HOLD_S` passed (``?wait=``, autograder/service/waiting.py). A poll
+    the service does not answer is tried again: the submission is stored, and a
+    restarted service grades it."""
+    request = urllib.request.Request(f"{url}/api/submissions/{sub_id}?wait={HOLD_S:g}",
+                                     headers=headers)
     told = False
     while time.monotonic() < deadline:
         try:
-            sub = _call(request)
+            sub = _call(request, timeout=HOLD_S + 30)
         except NoAnswer as why:
             if not told:
                 print(f"The grading service does not answer ({why}); still waiting for "

@@ -8,7 +8,8 @@ a released course whose gradebook lives in it, one API process (``--jobs 0``,
 that many ``python -m autograder.service.worker --jobs 1`` processes. Each
 learner sends one correct notebook (the full released notebook with one of the
 seven full-mark rewrites in ``autograder/exercises/update_with_donate/hidden/samples/``) at a uniformly random
-moment of the window and polls every 2 s until it is graded.
+moment of the window and polls as the course's pages do (each poll held by the service up
+to 15 s, ``?wait=15``) until it is graded.
 
 Prints, per run: throughput (results per second, from the first submission to
 the last result), submit-to-feedback latency (the store's ``finished_at -
@@ -124,8 +125,9 @@ def run(workers, learners, seconds, tmp):
                 return
             with lock:
                 accepted[sub_id] = i
-            while call("GET", f"{url}/api/submissions/{sub_id}")["status"] != "done":
-                time.sleep(2.0)
+            # as the course's pages poll (book/_static/grader.js: held up to 15 s)
+            while call("GET", f"{url}/api/submissions/{sub_id}?wait=15")["status"] != "done":
+                time.sleep(0.5)
 
         peak = {"rss": 0}
         sampling = threading.Event()

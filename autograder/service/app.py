@@ -33,7 +33,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import names as exercise_names
-from autograder.service import caps, classroom, health, lti_routes, out_of_date, recorded
+from autograder.service import (caps, classroom, health, lti_routes, out_of_date, recorded,
+                                waiting)
 from autograder.service.lateness import Lateness
 from autograder.service.handler import Base, Refused, echo, log, submission_view
 from autograder.service.store import CapReached, Caps, process_name, storage_problem
@@ -326,7 +327,14 @@ class SubmissionHandler(Base):
         return row
 
     async def get(self, sub_id):
+        """With ``?wait=S`` the answer is held while the submission is queued or running,
+        up to S seconds (:mod:`autograder.service.waiting`): a client then asks again at
+        once instead of every second or two."""
         row = await self.row(sub_id)
+        seconds = waiting.wait_seconds(self.get_query_argument("wait", ""))
+        if seconds and row.status in waiting.WAITING:
+            await self.application.settings["waiters"].until_graded(row.id, seconds)
+            row = await self.row(sub_id)
         data = submission_view(row)
         if row.status == "queued":
             data["estimated_wait_seconds"] = await self.wait_estimate(row.queue_position)
@@ -419,6 +427,9 @@ def make_app(store, grading, settings, mirror):
     if settings.identity:
         extra = settings.identity.handlers() + classroom.handlers(p)
         app_settings = settings.identity.app_settings()
+    pool = ThreadPoolExecutor(8, thread_name_prefix="db")
+    waiters = waiting.Waiters(store.statuses, lambda call, *args: asyncio.get_running_loop()
+                              .run_in_executor(pool, call, *args))
     return tornado.web.Application([
         (p + r"api/submissions/?", SubmissionsHandler),
         (p + r"api/submissions/([^/]+)", SubmissionHandler),
@@ -431,5 +442,5 @@ def make_app(store, grading, settings, mirror):
         *extra,
         (r".*", NotFound),
     ], default_handler_class=NotFound, store=store, grading=grading, api=settings, mirror=mirror,
-        pool=ThreadPoolExecutor(8, thread_name_prefix="db"), name=process_name() + ":api",
+        pool=pool, waiters=waiters, name=process_name() + ":api",
         **app_settings)

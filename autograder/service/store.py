@@ -321,6 +321,12 @@ class Store:
                         s.status == "queued", s.seq < row["seq"])).scalar() + 1
         return Submission.of(row, queue_position=position)
 
+    def statuses(self, ids):
+        """``{id: status}`` of the submissions ``ids`` (those that exist), in one read."""
+        s = submissions.c
+        with self._read() as conn:
+            return dict(conn.execute(select(s.id, s.status).where(s.id.in_(list(ids)))).all())
+
     def notebook(self, sub_id):
         """The submitted notebook's bytes (as nbgrader's file holds them), or None."""
         s = submissions.c

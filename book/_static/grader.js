@@ -91,6 +91,7 @@
   }
 
   var POLL_MS = 600000; // as the notebook's submit cell (learner_submit.POLL_S)
+  var HOLD_S = 15; // as learner_submit.HOLD_S
   function sleep(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
 
   // An error with .transient set: no answer came (network, proxy, 5xx), so a request
@@ -123,11 +124,12 @@
 
   // Poll a stored submission until it is graded; a poll that gets no answer is tried
   // again (the submission is kept, and a restarted service grades it). Null after POLL_MS.
+  // Each poll is held by the service until the submission is graded or HOLD_S passed.
   async function follow(url, auth, say) {
-    var started = Date.now(), delay = 500, sub;
+    var started = Date.now(), delay = 500, sub, held = url + "?wait=" + HOLD_S;
     while (Date.now() - started < POLL_MS) {
       try {
-        sub = await call(url, {headers: auth});
+        sub = await call(held, {headers: auth});
       } catch (err) {
         if (!err.transient) throw err;
         say("the grading service does not answer just now (" + err.message + "); still trying\u2026");

@@ -9,7 +9,7 @@ from nbgrader.api import Gradebook
 from autograder import defaults
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.running import http
-from tests.service.submissions import expected_failed, failed_tests, notebook_with
+from tests.service.submissions import expected_failed, failed_tests, notebook_with, slow_notebook
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +219,15 @@ def test_standing_gives_the_recorded_grade_and_refuses_bad_input(store_service, 
     assert http("GET", url)[2]["code"] == "bad_learner"
     status, _, body = http("GET", f"{store_service.url}/api/standing?exercise=nope&learner=ada")
     assert status == 400 and body["code"] == "unknown_exercise", body
+
+
+def test_a_held_poll_answers_when_the_submission_is_graded(store_service, course_template):
+    """``?wait=`` holds the answer while the submission is queued and graded (about 2 s
+    here), so one request gets the result; a done one is answered whatever ``wait`` says."""
+    sub_id = store_service.submit("hal", slow_notebook("reference", 2))
+    status, _, body = http("GET", f"{store_service.url}/api/submissions/{sub_id}?wait=30")
+    assert status == 200 and body["status"] == "done", body
+    assert body["result"]["score"] == 10
+    for wait in ("nan", "-5", "soon", "1e309"):
+        status, _, again = http("GET", f"{store_service.url}/api/submissions/{sub_id}?wait={wait}")
+        assert status == 200 and again["status"] == "done"
