@@ -18,7 +18,7 @@ import datetime
 import os
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import BaseCell, Comment, Gradebook, Grade, MissingEntry
 
 from autograder import exercises
 from autograder.exercises import current
@@ -180,14 +180,24 @@ class Book:
         notebook = Mirror.notebook_of(gb, exercise, [c.grade_id for c in result.checks])
         gb.update_or_create_student(learner)
         gb.update_or_create_submission(exercise, learner, timestamp=when)
+        submitted = gb.find_submission_notebook(notebook, exercise, learner)
+        grades = _by_cell_name(gb, Grade, submitted)
         for check in result.checks:
-            grade = gb.find_grade(check.grade_id, notebook, exercise, learner)
+            grade = grades[check.grade_id]
             grade.auto_score = float(check.score)
             grade.needs_manual_grade = grade.manual_score is not None
-        submitted = gb.find_submission_notebook(notebook, exercise, learner)
         submitted.late_submission_penalty = penalty or None
         unattempted = result.status == "not attempted"
-        for cell in gb.find_notebook(notebook, exercise).solution_cells:
-            comment = gb.find_comment(cell.name, notebook, exercise, learner)
+        # nbgrader keeps a comment per solution cell: the "No response." of an unattempted one
+        for comment in _by_cell_name(gb, Comment, submitted).values():
             comment.auto_comment = "No response." if unattempted else None
         self.notebooks.append((exercise, learner, notebook, row.notebook, when))
+
+
+def _by_cell_name(gb, kind, submitted):
+    """``{cell name: row}`` of ``submitted``'s :class:`~nbgrader.api.Grade` or
+    :class:`~nbgrader.api.Comment` rows (``kind``), in one query (nbgrader's
+    ``find_grade`` and ``find_comment`` make several per cell)."""
+    rows = gb.db.query(kind, BaseCell.name).join(BaseCell, kind.cell_id == BaseCell.id) \
+        .filter(kind.notebook_id == submitted.id).all()
+    return {name: row for row, name in rows}

@@ -1,5 +1,6 @@
 """The gradebook mirror writes each check's score to the cell its grade id names,
 and the notebook nbgrader keeps is the stored one, byte for byte."""
+import dataclasses
 import json
 
 import pytest
@@ -89,3 +90,24 @@ def test_readers_see_a_round_of_grades_whole_or_not_at_all(course_template, tmp_
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert {s.student_id: s.score for s in gb.assignment_submissions(ASSIGNMENT)} == \
             dict.fromkeys(["ada", "bob", "cy"], float(sum(c.score for c in checks)))
+
+
+def test_an_unattempted_result_says_no_response_on_each_answer_cell(course_template, tmp_path):
+    """As nbgrader autograde's SaveAutoGrades writes it: "No response." on every solution
+    cell's comment of an unattempted notebook, and no comment once it is attempted."""
+    course = copy_course(course_template, tmp_path / "course")
+    [row], _, _ = _graded_rows(course, tmp_path, ["ada"])
+    unattempted = dataclasses.replace(row, result=dataclasses.replace(row.result,
+                                                                      status="not attempted"))
+
+    def comments():
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+            cells = gb.find_notebook(ASSIGNMENT, ASSIGNMENT).solution_cells
+            assert cells
+            return {gb.find_comment(c.name, ASSIGNMENT, ASSIGNMENT, "ada").auto_comment
+                    for c in cells}
+
+    Mirror(course).record(unattempted)
+    assert comments() == {"No response."}
+    Mirror(course).record(row)
+    assert comments() == {None}
