@@ -16,6 +16,7 @@ nbgrader's ``timestamp.txt``, so ``nbgrader autograde`` can re-check it.
 import contextlib
 import datetime
 import os
+import threading
 from pathlib import Path
 
 from nbgrader.api import BaseCell, Comment, Gradebook, Grade, MissingEntry
@@ -65,6 +66,8 @@ class Mirror:
         self.sqlite = url is None
         self.url = f"sqlite:///{self.course / 'gradebook.db'}" if url is None else url
         self._deadlines = None
+        self._open = None  # (Gradebook, the SQLite file's identity) kept between writings
+        self._lock = threading.Lock()
 
     @property
     def deadlines(self):
@@ -107,11 +110,34 @@ class Mirror:
         the block rolls every write of the block back."""
         if self.missing():
             raise NotReady(f"no gradebook at {self.course / 'gradebook.db'}: run `make release`")
-        with Gradebook(self.url) as gb, _one_transaction(gb):
-            book = Book(self, gb)
-            yield book
+        with self._lock:
+            gb = self._gradebook()
+            try:
+                with _one_transaction(gb):
+                    book = Book(self, gb)
+                    yield book
+            except BaseException:
+                self._close()  # a connection the database dropped is not kept
+                raise
         for args in book.notebooks:  # the gradebook holds them now
             self._write_notebook(*args)
+
+    def _gradebook(self):
+        """The Gradebook kept open between writings (opening one costs more than a round
+        of grades: an engine, a schema check). Opened again when the SQLite file was
+        replaced (a restored backup, a new release), so no write lands in the old file."""
+        file = self.course / "gradebook.db"
+        identity = (file.stat().st_dev, file.stat().st_ino) if self.sqlite else None
+        if self._open is not None and self._open[1] != identity:
+            self._close()
+        if self._open is None:
+            self._open = (Gradebook(self.url), identity)
+        return self._open[0]
+
+    def _close(self):
+        if self._open is not None:
+            self._open[0].close()
+            self._open = None
 
     def points_disagree(self, exercise, fix=False):
         """Where the gradebook's points for ``exercise`` differ from its hidden tests'
