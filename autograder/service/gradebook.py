@@ -114,7 +114,7 @@ class Mirror:
             gb = self._gradebook()
             try:
                 with _one_transaction(gb):
-                    book = Book(self, gb)
+                    book = Book(gb)
                     yield book
             except BaseException:
                 self._close()  # a connection the database dropped is not kept
@@ -126,8 +126,8 @@ class Mirror:
         """The Gradebook kept open between writings (opening one costs more than a round
         of grades: an engine, a schema check). Opened again when the SQLite file was
         replaced (a restored backup, a new release), so no write lands in the old file."""
-        file = self.course / "gradebook.db"
-        identity = (file.stat().st_dev, file.stat().st_ino) if self.sqlite else None
+        stat = (self.course / "gradebook.db").stat() if self.sqlite else None
+        identity = (stat.st_dev, stat.st_ino) if stat else None
         if self._open is not None and self._open[1] != identity:
             self._close()
         if self._open is None:
@@ -192,8 +192,8 @@ class Mirror:
 class Book:
     """An open gradebook the :class:`Mirror` writes results into (see :meth:`Mirror.writing`)."""
 
-    def __init__(self, mirror, gb):
-        self.mirror, self.gb = mirror, gb
+    def __init__(self, gb):
+        self.gb = gb
         self.notebooks = []  # _write_notebook's arguments, written after the commit
 
     def record(self, row, penalty=0.0):
