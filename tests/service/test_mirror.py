@@ -1,6 +1,8 @@
 """The gradebook mirror writes each check's score to the cell its grade id names,
 and the notebook nbgrader keeps is the stored one, byte for byte."""
 import dataclasses
+import os
+import shutil
 import json
 
 import pytest
@@ -111,3 +113,17 @@ def test_an_unattempted_result_says_no_response_on_each_answer_cell(course_templ
     assert comments() == {"No response."}
     Mirror(course).record(row)
     assert comments() == {None}
+
+
+def test_a_replaced_gradebook_file_gets_the_next_grades(course_template, tmp_path):
+    """The mirror keeps its gradebook open between rounds; when the file is replaced (a
+    restored backup, a new release) the next grade lands in the new file, not the old."""
+    course = copy_course(course_template, tmp_path / "course")
+    rows, _, _ = _graded_rows(course, tmp_path, ["ada", "bob"])
+    mirror = Mirror(course)
+    mirror.record(rows[0])
+    fresh = tmp_path / "fresh.db"
+    shutil.copy(course_template / "gradebook.db", fresh)
+    os.replace(fresh, course / "gradebook.db")
+    mirror.record(rows[1])
+    assert _submitted(course) == {"bob"}
