@@ -1,9 +1,9 @@
 """The gradebook mirror writes each check's score to the cell its grade id names,
 and the notebook nbgrader keeps is the stored one, byte for byte."""
 import dataclasses
+import json
 import os
 import shutil
-import json
 
 import pytest
 from nbgrader.api import Gradebook
