@@ -146,6 +146,9 @@ SITE_TIERS = {"book", "hub"}
 # (node id prefix -> group): the command line's run over every sample (tests/grading/conftest.py).
 SHARED = {
     "tests/grading/test_golden.py::test_results_are_unchanged[cli-samples.json]": "cli-samples",
+    # the other doors read the sandbox's outcomes of that run (test_golden.py: SHARED)
+    "tests/grading/test_golden.py::test_results_are_unchanged[service-samples.json]": "cli-samples",
+    "tests/grading/test_golden.py::test_results_are_unchanged[gradescope-samples.json]": "cli-samples",
     "tests/grading/test_exercises.py::": "cli-samples",
 }
 # Tests that each grade or autograde a corpus of their own, with nothing costly shared with

@@ -22,6 +22,7 @@ submission's digest, temporary paths, what learner code prints of itself
 ``tests/grading/test_golden.py`` compares a new capture with them byte for byte.
 """
 import contextlib
+import copy
 import io
 import json
 import os
@@ -29,6 +30,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -117,10 +119,63 @@ def _dump(data):
     return json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+class Outcomes:
+    """The sandbox's :class:`~autograder.sandbox.Outcome` per request, recorded while one
+    door grades a corpus of well-behaved answers, for the other doors to read instead of
+    running the same learner code again. A request is keyed by everything the learner's
+    process is given (exercise, seed, memory, cells) and the limits, except ``hide``: the
+    folders each door hides differ, and only hostile code looks for them (so the hostile
+    group is never replayed). A request not recorded runs in the sandbox as usual."""
+
+    def __init__(self):
+        self.seen, self.lock = {}, threading.Lock()
+
+    @staticmethod
+    def key(request, limits):
+        return json.dumps([{k: v for k, v in request.items() if k != "hide"}, str(limits)],
+                          sort_keys=True)
+
+    @contextlib.contextmanager
+    def recording(self):
+        """:func:`autograder.sandbox.run` keeps each outcome meanwhile."""
+        def run(request, limits=None, slot=0):
+            outcome = real(request, limits, slot)
+            with self.lock:
+                self.seen[self.key(request, limits)] = copy.deepcopy(outcome)
+            return outcome
+
+        with _sandbox_run(run) as real:
+            yield self
+
+    @contextlib.contextmanager
+    def replaying(self):
+        """:func:`autograder.sandbox.run` answers a recorded request with its outcome meanwhile."""
+        def run(request, limits=None, slot=0):
+            with self.lock:
+                kept = self.seen.get(self.key(request, limits))
+            return copy.deepcopy(kept) if kept is not None else real(request, limits, slot)
+
+        with _sandbox_run(run) as real:
+            yield self
+
+
+@contextlib.contextmanager
+def _sandbox_run(replacement):
+    """:func:`autograder.sandbox.run` replaced meanwhile; yields the real one."""
+    from autograder import sandbox
+
+    real, sandbox.run = sandbox.run, replacement
+    try:
+        yield real
+    finally:
+        sandbox.run = real
+
+
 def cli_run(group, subs, work):
     """The command line's run over one group (its ``main``, in this process so that
     :func:`fixed_digest` fixes the inputs' seed): ``{"exit": status, "stdout": text,
-    "out": Path of the results tree, "root": Path of the scratch folder}``. Samples are
+    "out": Path of the results tree, "root": Path of the scratch folder, "outcomes": the
+    sandbox's :class:`Outcomes`}``. Samples are
     handed in as an nbgrader tree (``out/<sample>/<exercise>/results.json``), hostile
     submissions flat (``out/<name>/results.json``)."""
     from autograder.__main__ import main
@@ -135,10 +190,11 @@ def cli_run(group, subs, work):
     seconds, memory = LIMITS[group]
     out = root / "out"
     stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+    with Outcomes().recording() as outcomes, contextlib.redirect_stdout(stdout), \
+            contextlib.redirect_stderr(io.StringIO()):
         code = main([str(root / ("submitted" if group == "samples" else "class")), "--out", str(out),
                      "--timeout", str(seconds), "--memory-mib", str(memory), "--jobs", "2"])
-    return {"exit": code, "stdout": stdout.getvalue(), "out": out, "root": root}
+    return {"exit": code, "stdout": stdout.getvalue(), "out": out, "root": root, "outcomes": outcomes}
 
 
 def cli_text(run):
