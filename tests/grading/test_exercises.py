@@ -5,9 +5,9 @@ sample answer cells in ``autograder/exercises/<exercise>/hidden/samples/`` are
 put into the released notebook and handed in as an nbgrader ``submitted/``
 tree. The command line's grades are the session's run over every exercise's
 samples (``cli_runs("samples")``, tests/grading/conftest.py: the same run the
-golden results are compared with); ``nbgrader autograde`` grades each
-exercise's tree in a private copy of the released course. Both must give each
-sample its expected total (``expected.json`` there).
+golden results are compared with); ``nbgrader autograde`` grades a sample of each
+expected outcome (helpers.one_per_outcome) in a private copy of the released course.
+Both must give each sample its expected total (``expected.json`` there).
 """
 import json
 import shutil
@@ -20,8 +20,8 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.course import REPO, nbgrader
-from tests.grading.helpers import (STOPPED, assert_phrases, expected, released_notebook, samples_dir,
-                                   submitted_tree)
+from tests.grading.helpers import (STOPPED, assert_phrases, expected, one_per_outcome, released_notebook,
+                                   samples_dir, submitted_tree)
 from tests.course import grader_cli
 from tests.grading.test_samples import results
 
@@ -40,12 +40,13 @@ def graded(cli_runs):
 @pytest.fixture
 def handed_in(released_course, tmp_path):
     """``handed_in(assignment) -> course``: a private copy of the released course with
-    ``assignment``'s samples handed in as ``submitted/<sample>/<assignment>/``."""
+    a sample of each of ``assignment``'s expected outcomes (helpers.one_per_outcome)
+    handed in as ``submitted/<sample>/<assignment>/``."""
     def hand_in(assignment):
         course = tmp_path / "course"
         shutil.copytree(released_course, course, ignore=shutil.ignore_patterns(
             "submitted", "autograded", "feedback"))
-        submitted_tree(course, course / "submitted", assignment=assignment)
+        submitted_tree(course, course / "submitted", one_per_outcome(assignment), assignment)
         return course
 
     return hand_in
@@ -147,9 +148,10 @@ def test_plain_python_reference_gets_full_marks(assignment, tmp_path):
 def test_nbgrader_autograde_agrees_on_every_total(handed_in, assignment):
     course = handed_in(assignment)
     nbgrader(course, "autograde", assignment, "--create")
+    names = one_per_outcome(assignment)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        totals = {name: gb.find_submission(assignment, name).score for name in expected(assignment)}
-    assert totals == {name: float(e["score"]) for name, e in expected(assignment).items()}
+        totals = {name: gb.find_submission(assignment, name).score for name in names}
+    assert totals == {name: float(expected(assignment)[name]["score"]) for name in names}
 
 
 def test_alias_facts_the_donation_report_tests_rely_on():

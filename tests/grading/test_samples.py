@@ -2,8 +2,9 @@
 
 The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer cells; each is put into the
 released notebook and handed in as an nbgrader ``submitted/`` tree. The
-tree is graded once by ``python -m autograder`` and once by
-``nbgrader autograde``; both must give each sample its expected total.
+tree is graded by ``python -m autograder``, and a sample of each expected outcome by
+``nbgrader autograde`` (tests/grading/helpers.py: one_per_outcome); both must give each
+sample its expected total.
 """
 import csv
 import json
@@ -15,7 +16,8 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.course import copy_course, grader_cli, nbgrader
-from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, STOPPED, assert_phrases, submitted_tree
+from tests.grading.helpers import (ASSIGNMENT, EXPECTED, SAMPLES, STOPPED, assert_phrases, one_per_outcome,
+                                   submitted_tree)
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
 TITLES = {title: name for name, title, _ in hidden_tests(ASSIGNMENT)}
@@ -37,9 +39,16 @@ def graded(course, tmp_path_factory):
     return out, proc
 
 
+# What nbgrader autograde grades: a sample of each expected outcome, and the one whose
+# feedback test_nbgrader_feedback_is_written reads.
+AUTOGRADED = one_per_outcome(ASSIGNMENT, also=("wrong_dtype",))
+
+
 @pytest.fixture(scope="module")
-def autograded(course):
-    """The sample class after docs/instructors.md's ``nbgrader autograde``."""
+def autograded(released_course, tmp_path_factory):
+    """:data:`AUTOGRADED` handed in, after docs/instructors.md's ``nbgrader autograde``."""
+    course = copy_course(released_course, tmp_path_factory.mktemp("autograded") / "course")
+    submitted_tree(course, course / "submitted", AUTOGRADED)
     nbgrader(course, "autograde", ASSIGNMENT, "--create")
     return course
 
@@ -136,8 +145,8 @@ def test_plain_python_files_are_graded(tmp_path):
 
 def test_nbgrader_autograde_agrees_on_every_total(autograded):
     with Gradebook(f"sqlite:///{autograded / 'gradebook.db'}") as gb:
-        totals = {name: gb.find_submission(ASSIGNMENT, name).score for name in EXPECTED}
-    assert totals == {name: float(e["score"]) for name, e in EXPECTED.items()}
+        totals = {name: gb.find_submission(ASSIGNMENT, name).score for name in AUTOGRADED}
+    assert totals == {name: float(EXPECTED[name]["score"]) for name in AUTOGRADED}
 
 
 def test_nbgrader_feedback_is_written(autograded):
