@@ -74,6 +74,7 @@ $(RELEASED): $(RELEASE_INPUTS) autograder/release.py
 	  if [ -n "$$refused" ]; then echo "==> not released (kept as released before):$$refused"; \
 	  else touch $@; fi
 
+BUILD_LOCK := $(if $(shell command -v flock),flock _build/.build.lock)
 book: release $(NODE_DEPS)
 	@mkdir -p _build/logs
 	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution; log: _build/logs/book.log)"
@@ -83,7 +84,9 @@ book: release $(NODE_DEPS)
 	@# The build's own output goes to the log (its closing "paste this line into your
 	@# browser: file://..." names a copy of the site that cannot reach the grader);
 	@# on failure its end is shown.
-	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BIN)/$(call default,SITE_BUILD) \
+	@# One build at a time in _build (flock(1), where util-linux has it): a second
+	@# make book, serve or hub started meanwhile waits for the first.
+	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BUILD_LOCK) $(BIN)/$(call default,SITE_BUILD) \
 	  > _build/logs/book.log 2>&1 || { tail -n 40 _build/logs/book.log; echo "==> the site build failed: _build/logs/book.log"; exit 1; }
 	@echo "==> site built in _build/html (make serve serves it with the course's servers)"
 	@$(BIN)/python scripts/jupyter_local.py workspace

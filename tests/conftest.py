@@ -60,16 +60,26 @@ def released_course(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_site() -> Path:
-    """The course site, built (or brought up to date) once per session with the strict,
+def built_site(pytestconfig) -> Path:
+    """The course site, built (or brought up to date) once per test run with the strict,
     incremental command ``make book`` uses; fails with the build's log if it breaks.
-    Returns ``_build/html``."""
-    from tests.book.sitebuild import HTML, build_book
+    Returns ``_build/html``. Under ``make test`` the first worker to need it builds it and
+    the others find it built (a rebuild would rewrite files the course-site worker's pages
+    are reading: tests/tiers.py, SITE_NODES)."""
+    from tests.book.sitebuild import HTML, build_book, build_lock
 
-    result = build_book(REPO)
-    if result.returncode != 0:
-        pytest.fail(f"the strict site build failed:\n{(result.stdout + result.stderr)[-6000:]}")
-    assert (HTML / "index.html").exists(), "the build produced no index.html"
+    run = getattr(pytestconfig, "workerinput", {}).get("testrunuid")
+    built = HTML.parent / ".built-by-test-run"
+    with build_lock():
+        if run and built.is_file() and built.read_text() == run:
+            return HTML
+        built.unlink(missing_ok=True)
+        result = build_book(REPO, locked=True)
+        if result.returncode != 0:
+            pytest.fail(f"the strict site build failed:\n{(result.stdout + result.stderr)[-6000:]}")
+        assert (HTML / "index.html").exists(), "the build produced no index.html"
+        if run:
+            built.write_text(run)
     return HTML
 
 

@@ -32,6 +32,8 @@ def test_each_tier_is_declared(pytestconfig):
     ("tests/hub/test_identity.py::test_unsigned_requests_are_refused", "course-site"),
     ("tests/book/test_serve.py::test_every_printed_url_answers[a::b]", "course-site"),
     ("tests/service/test_browser.py::test_submit_from_the_exercise_page", "course-site"),
+    ("tests/book/test_drift.py::test_the_committed_drift_report_is_what_the_other_jax_gives",
+     "tests/book/test_drift.py::test_the_committed_drift_report_is_what_the_other_jax_gives"),
     ("tests/service/test_api.py::test_x[sqlite]", "tests/service/test_api.py"),
     ("tests/grading/test_samples.py::test_sample_gets_expected_grade[reference]",
      "tests/grading/test_samples.py"),
@@ -73,9 +75,10 @@ def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_module
     nodeids = ["tests/service/test_api.py::a", "tests/service/test_api.py::b",
                "tests/service/test_restart.py::a",
                "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
-               "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_drift.py::a",
-               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded"]
+               "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_book_site.py::a",
+               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded",
+               "tests/book/test_drift.py::a"]
     assert tiers.start_order(nodeids) == [
         "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
-        "cli-samples", "tests/service/test_api.py", "tests/service/test_restart.py",
+        "cli-samples", "tests/book/test_drift.py::a", "tests/service/test_api.py", "tests/service/test_restart.py",
         "tests/grading/test_golden.py"]

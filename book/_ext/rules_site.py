@@ -224,7 +224,10 @@ def write_records(app: Sphinx, exception) -> None:
     rows = [dict(row, prose=named.get(row["id"], [])) for row in rows]
     out = Path(app.outdir)
     (out / ARTEFACT).parent.mkdir(parents=True, exist_ok=True)
-    (out / ARTEFACT).write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    # written whole or not at all: scripts/drift.py may read it while a build runs
+    partial = out / (ARTEFACT + ".partial")
+    partial.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    partial.replace(out / ARTEFACT)
     (out / NOTEBOOK_DIR).mkdir(parents=True, exist_ok=True)
     shutil.copyfile(HELPER, out / NOTEBOOK_DIR / HELPER.name)
 

@@ -3,6 +3,8 @@ shared by the course-site tests."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
 import sys
@@ -18,18 +20,35 @@ LESSONS = ("donate_argnums", "state_tree", "lifetimes", "silent_donation")
 LESSONS = LESSONS + ("sharded_state",)
 
 
-def build_book(path: Path, *extra: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def build_book(path: Path, *extra: str, timeout: int = 600,
+               locked: bool = False) -> subprocess.CompletedProcess:
     """Run the strict site build in `path` (plus `extra` flags), with the jupyter-book
-    of the interpreter running the tests; returns the process."""
+    of the interpreter running the tests, holding the lock ``make book`` takes
+    (:func:`build_lock`; ``locked``: the caller holds it); returns the process."""
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    return subprocess.run(
-        [*site_build_argv(Path(sys.executable).parent), *extra],
-        cwd=path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    with contextlib.nullcontext() if locked else build_lock(path):
+        return subprocess.run(
+            [*site_build_argv(Path(sys.executable).parent), *extra],
+            cwd=path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@contextlib.contextmanager
+def build_lock(path: Path = REPO):
+    """``path``'s ``_build/.build.lock`` held (flock, as the Makefile's ``flock`` takes
+    it): one site build at a time in a checkout, whichever worker or command starts it."""
+    lock = path / "_build" / ".build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def page(html_root: Path, rel: str) -> str:
