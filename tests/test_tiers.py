@@ -71,14 +71,13 @@ def test_each_grouped_node_exists(prefix):
     assert any(n.startswith(test.split("[")[0]) for n in vars(module)), f"tests/tiers.py: no {prefix}"
 
 
-def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_modules():
-    nodeids = ["tests/service/test_api.py::a", "tests/service/test_api.py::b",
+def test_make_test_starts_the_site_then_the_split_groups_the_drift_check_then_the_biggest_modules():
+    nodeids = ["tests/book/test_drift.py::a", "tests/service/test_api.py::a", "tests/service/test_api.py::b",
                "tests/service/test_restart.py::a",
                "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
                "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_book_site.py::a",
-               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded",
-               "tests/book/test_drift.py::a"]
+               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded"]
     assert tiers.start_order(nodeids) == [
         "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
-        "cli-samples", "tests/book/test_drift.py::a", "tests/service/test_api.py", "tests/service/test_restart.py",
-        "tests/grading/test_golden.py"]
+        "cli-samples", "tests/book/test_drift.py::a", "tests/service/test_api.py",
+        "tests/service/test_restart.py", "tests/grading/test_golden.py"]

@@ -183,7 +183,8 @@ def group_of(nodeid: str) -> str:
 def start_order(nodeids) -> list[str]:
     """The groups of ``nodeids`` (collected node ids), in the order ``make test``'s workers
     take them: the course site's, then those :data:`SHARED` and :data:`ALONE` split out for
-    their cost, then the rest, most tests first. (pytest-xdist's own order, most tests
+    their cost, then :data:`SITE_APART` (started first, it would build the site while the
+    course-site worker waits for it), then the rest, most tests first. (pytest-xdist's own order, most tests
     first, would start the single-test groups that grade a whole corpus last, and the
     run would end on one worker.)"""
     counts = {}
@@ -192,7 +193,10 @@ def start_order(nodeids) -> list[str]:
         counts[group] = counts.get(group, 0) + 1
 
     def rank(group):
-        split = group == "course-site" or group.startswith(ALONE) or group in SHARED.values()
-        return 0 if group == "course-site" else 1 if split else 2
+        if group == "course-site":
+            return 0
+        if group.startswith(SITE_APART):  # once the course-site worker has built the site
+            return 2
+        return 1 if group.startswith(ALONE) or group in SHARED.values() else 3
 
     return sorted(counts, key=lambda g: (rank(g), -counts[g]))
