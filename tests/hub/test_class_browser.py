@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.browser.pages import fail_on_other_dialogs, overwrite_on_conflict, screenshot
 from tests.course import REPO
@@ -85,7 +86,14 @@ def solve_and_submit_in_jupyterlab(page, name):
     lab.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click(timeout=WAIT_MS)
     lab.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click(timeout=WAIT_MS)
     scored = panel.locator(".jp-OutputArea-output").filter(has_text="Score:")
-    scored.first.wait_for(state="attached", timeout=WAIT_MS)
+    try:
+        scored.first.wait_for(state="attached", timeout=WAIT_MS)
+    except PlaywrightTimeoutError:  # say what the notebook showed instead, so a repeat names its cause
+        screenshot(lab, f"hub-jupyterlab-no-score-{name}")
+        shown = panel.locator(".jp-OutputArea-output").all_text_contents()
+        kernel = lab.locator(".jp-Notebook-ExecutionIndicator").first.get_attribute("data-status")
+        pytest.fail(f"{name}: no score after {WAIT_MS // 1000} s; the notebook's outputs: "
+                    f"{shown!r}; its kernel: {kernel}; unsaved: {lab.locator('.jp-mod-dirty').count() > 0}")
     scored.first.scroll_into_view_if_needed(timeout=WAIT_MS)
     text = " ".join(panel.locator(".jp-OutputArea-output").all_text_contents())
     screenshot(lab, f"hub-jupyterlab-submit-{name}")
