@@ -74,7 +74,7 @@ $(RELEASED): $(RELEASE_INPUTS) autograder/release.py
 	  if [ -n "$$refused" ]; then echo "==> not released (kept as released before):$$refused"; \
 	  else touch $@; fi
 
-BUILD_LOCK := $(if $(shell command -v flock),flock _build/.build.lock)
+BUILD_LOCK = $(if $(shell command -v flock),flock _build/.build.lock)
 book: release $(NODE_DEPS)
 	@mkdir -p _build/logs
 	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution; log: _build/logs/book.log)"

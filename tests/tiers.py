@@ -184,9 +184,9 @@ def start_order(nodeids) -> list[str]:
     """The groups of ``nodeids`` (collected node ids), in the order ``make test``'s workers
     take them: the course site's, then those :data:`SHARED` and :data:`ALONE` split out for
     their cost, then :data:`SITE_APART` (started first, it would build the site while the
-    course-site worker waits for it), then the rest, most tests first. (pytest-xdist's own order, most tests
-    first, would start the single-test groups that grade a whole corpus last, and the
-    run would end on one worker.)"""
+    course-site worker waits for it), then the rest, most tests first. (pytest-xdist's own
+    order, most tests first, would start the single-test groups that grade a whole corpus
+    last, and the run would end on one worker.)"""
     counts = {}
     for nodeid in nodeids:
         group = group_of(nodeid)

@@ -29,21 +29,21 @@ def expected(assignment=ASSIGNMENT):
 
 
 EXPECTED = expected()
+STOPPED = "Not run: every call raised"  # a check kept from running by one error (judge.said_once)
 
 
 def one_per_outcome(assignment=ASSIGNMENT, also=()):
     """The samples of ``assignment`` that ``nbgrader autograde`` grades: of each distinct
-    expected outcome (total and failed checks) ``reference`` or ``unattempted`` when it
-    is theirs, else the first by name; and ``also``. The command
-    line grades every sample; nbgrader's kernels take seconds each, and samples of one
-    outcome differ only in the learner's code, which both graders run the same way (none
-    writes to stderr or logs, where a kernel differs: tests/grading/test_agreement.py's corpus does)."""
+    expected outcome (total and failed checks) ``reference`` or ``unattempted`` when it is
+    theirs, else the first by name; and ``also``. The command line grades every sample;
+    nbgrader's kernels take seconds each, and samples of one outcome differ only in the
+    learner's code, which both graders run the same way (none writes to stderr or logs,
+    where a kernel differs: tests/grading/test_agreement.py's corpus does)."""
     firsts = {}
     first = ("reference", "unattempted")  # the answer and the notebook as handed out, when there
     for name, want in sorted(expected(assignment).items(), key=lambda i: (i[0] not in first, i[0])):
         firsts.setdefault((want["score"], json.dumps(want["failed"], sort_keys=True)), name)
     return sorted(set(firsts.values()) | set(also))
-STOPPED = "Not run: every call raised"  # a check kept from running by one error (judge.said_once)
 
 
 def assert_phrases(want, got, assignment=ASSIGNMENT):
