@@ -71,13 +71,14 @@
   /* ``named``: the page shows who submits (the service knows: make serve's key, the hub's
    * sign-in; or the site URL named the learner); otherwise the form asks for an id. */
   function formMarkup(named) {
-    return '<p class="grader-rule"></p><p class="grader-standing" aria-live="polite"></p><form>' +
+    return '<p class="grader-rule"></p><p class="grader-deadline" hidden></p><form hidden>' +
     (named ? '<p class="grader-as">Submitting as <strong></strong></p>'
       : '<label>Learner id <input id="grader-learner" name="learner" autocomplete="username" required>' +
         '<span class="grader-hint">the name your grades are recorded under: use the same one ' +
         'every time (make serve uses your login name)</span></label>') +
     '<label>Notebook <input id="grader-file" name="notebook" type="file" accept=".ipynb" required></label>' +
     '<button id="grader-submit" type="submit">Submit for grading</button></form>' +
+    '<p class="grader-standing" aria-live="polite"></p>' +
     '<p id="grader-status" class="grader-status" role="status" aria-live="polite"></p>' +
     '<div id="grader-feedback" class="grader-feedback"></div>' +
     '<section class="grader-history" aria-live="polite"></section>';
@@ -92,6 +93,7 @@
 
   var POLL_MS = 600000; // as the notebook's submit cell (learner_submit.POLL_S)
   var HOLD_S = 15; // as learner_submit.HOLD_S
+  var DEADLINE_WAIT_MS = 5000; // a service slow to say the due date still gets its form shown
   function sleep(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
 
   // An error with .transient set: no answer came (network, proxy, 5xx), so a request
@@ -174,10 +176,9 @@
       var reply = await fetch(service + "/api/deadline" + query, {headers: await identity.headers()});
       var d = reply.ok ? await reply.json() : null;
       if (!d || !d.due) return;
-      var line = document.createElement("p");
-      line.className = "grader-deadline";
+      var line = root.querySelector(".grader-deadline");
       line.textContent = "Due " + d.due.slice(0, 16).replace("T", " ") + " UTC; " + d.late_policy + ".";
-      root.insertBefore(line, root.firstChild);
+      line.hidden = false;
     } catch (err) { /* no deadline shown: the form still works */ }
   }
 
@@ -345,7 +346,9 @@
     var who = function () {
       return identity.known ? "" : (LEARNER_GIVEN || (learner && learner.value.trim()));
     };
-    showDeadline(root, service, identity, who);
+    // Drawn before the form shows: a line appearing above it would move the Submit button
+    // from under a pointer already on its way there.
+    var deadlineShown = showDeadline(root, service, identity, who);
     var standing = null, warned = null; // warned: the file the last warning was about
     var refresh = async function () {
       loadHistory(root, service, identity);
@@ -416,6 +419,8 @@
         button.disabled = false;
       }
     });
+    await Promise.race([deadlineShown, sleep(DEADLINE_WAIT_MS)]);
+    form.hidden = false;
   }
 
   /* The exercise index: the learner's recorded grade of each exercise, one row each,

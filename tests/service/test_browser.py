@@ -5,13 +5,16 @@ The session's site build (``built_site``: the strict, incremental command of
 through CORS, found via ``?grader=<url>`` given once, on another page of the
 site (as in the URL ``make serve`` prints), and remembered.
 """
+import datetime
 import functools
 import http.server
 import json
 import threading
+import time
 from urllib.parse import urlparse
 
 import pytest
+from nbgrader.api import Gradebook
 
 from tests.processes import free_port
 from tests.service.submissions import notebook_with
@@ -84,6 +87,50 @@ def test_submit_from_the_exercise_page(site, service, browser, course_template, 
     page.click("#grader-submit")
     page.wait_for_selector("#grader-status:has-text('Not graded: notebook must be')",
                            timeout=60_000)
+    page.close()
+
+
+# Each animation frame, the Submit button's top edge while it shows (px from the page's top).
+WATCH_BUTTON = """
+window.__submitTops = [];
+(function watch() {
+  var b = document.querySelector("#grader-submit");
+  if (b && b.offsetParent) {
+    var top = Math.round(b.getBoundingClientRect().top + window.scrollY);
+    if (window.__submitTops[window.__submitTops.length - 1] !== top) window.__submitTops.push(top);
+  }
+  requestAnimationFrame(watch);
+})();
+"""
+
+
+def test_the_submit_button_stays_under_the_pointer(site, new_service, site_port, browser, tmp_path):
+    """Lines the service fills in later (the due date, the learner's standing) never move the
+    Submit button once it shows: a press held while the standing arrives still submits."""
+    service = new_service(site_port=site_port)
+    with Gradebook(f"sqlite:///{service.course / 'gradebook.db'}") as gb:
+        gb.update_or_create_assignment("update_with_donate", duedate=datetime.datetime(2099, 1, 1))
+    service.start()
+    page = browser.new_page()
+    page.add_init_script(WATCH_BUTTON)
+    page.goto(f"{site}book/intro.html?grader={service.url}")
+    page.route("**/api/deadline*", lambda route: (time.sleep(1), route.continue_()))  # a slow reply
+    page.goto(f"{site}{PAGE}")
+    page.locator(".grader-deadline").filter(has_text="Due 2099-01-01 00:00 UTC").wait_for()
+    bad = tmp_path / "not_a_notebook.ipynb"
+    bad.write_text('{"cells": "none"}')  # refused at once: no grading needed
+    page.fill("#grader-learner", "steady-hand")
+    page.set_input_files("#grader-file", str(bad))
+    page.locator("#grader-submit").scroll_into_view_if_needed()
+    box = page.locator("#grader-submit").bounding_box()  # in the viewport's pixels
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()  # the learner id field loses focus: its standing is asked for now
+    page.locator(".grader-standing").filter(has_text="No graded submission yet").wait_for()
+    page.mouse.up()
+    page.wait_for_selector("#grader-status:has-text('Not graded: notebook must be')",
+                           timeout=30_000)
+    tops = page.evaluate("window.__submitTops")
+    assert len(tops) == 1, f"the Submit button moved: its top edge went {tops} px"
     page.close()
 
 
