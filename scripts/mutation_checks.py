@@ -70,7 +70,7 @@ MUTATIONS = {
                       ["tests/browser/test_layout.py::test_the_lesson_column_is_wide_on_a_laptop"]),
     "table-frame": ("a table's frame is wider than its rows", "book/_static/page-layout.css",
                     [("  width: max-content;\n", "")],
-                    ["tests/browser/test_layout.py::test_tables_are_framed_to_their_rows"]),
+                    ["tests/browser/test_layout.py::test_pages_keep_the_layout_rules_on_a_tablet"]),
     "warning-paths": ("lesson warnings show the build machine's file paths", "book/_ext/course_run.py",
                       [('out.append(line[header.start("category"):])', "out.append(line)")],
                       ["tests/browser/test_offline.py::test_no_page_shows_a_path_of_the_machine_that_built_it"]),

@@ -1,6 +1,7 @@
 """Every page in Chromium at a laptop and a phone width, light and dark: it loads
 with no console error, no failed request and nothing from the internet, does not
-scroll sideways, and axe-core finds no serious or critical accessibility problem.
+scroll sideways, keeps the lesson column's layout rules (tests/browser/layout.py), and
+axe-core finds no serious or critical accessibility problem.
 Each view is saved as a screenshot under _build/screenshots/."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import pytest
 
 from tests.book.sitebuild import LESSONS
 
+from tests.browser.layout import layout_problems
 from tests.browser.pages import axe_violations, screenshot
 
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
@@ -53,6 +55,8 @@ def test_page_in_the_browser(servers, open_page, page_name):
         gap = page.evaluate(TITLE_GAP)
         if gap > 8:
             failures.append(f"{view}: {gap:.0f}px of blank space under the page title")
+        if view in ("laptop-light", "phone-light"):  # layout once per width (tests/browser/layout.py)
+            failures += [f"{view}: {p}" for p in layout_problems(page, page_name, width)]
         if view in ("laptop-light", "phone-dark"):  # axe once per width and per colour scheme
             for v in axe_violations(page):
                 failures.append(f"{view}: axe {v['impact']} {v['id']} ({v['help']}): {v['nodes']}")

@@ -1,0 +1,51 @@
+"""The lesson column's layout rules (book/_static/page-layout.css), read from a page
+already open at one width: each rule applies at the widths where a reader meets it.
+
+* code cells fit the lesson column and printed outputs wrap, on a laptop or a wide
+  tablet (``CODE_FITS_FROM`` px and wider), on the lesson pages;
+* a table's frame is as wide as its rows, at every width;
+* on a phone (narrower than ``PHONE_BELOW`` px) an identifier in a table or a sentence
+  is never broken in the middle.
+
+:func:`layout_problems` is called by ``test_pages`` on the views it opens anyway (1280 px
+and 390 px) and by ``test_layout`` at the tablet widths, so each page is loaded once per
+width for all of them.
+"""
+
+from __future__ import annotations
+
+CODE_FITS_FROM = 1024  # px: narrower, the lesson column leaves code cells to scroll
+PHONE_BELOW = 800  # px: as the browser tests' contexts (is_mobile below it)
+
+# Every <pre> of the article that scrolls sideways: [in a code cell or an output, its first
+# line that is too wide].
+SCROLLING_PRES = """() => [...document.querySelectorAll('.bd-article pre')]
+    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => [pre.closest('.cell_output') ? 'output' : 'code',
+                 pre.innerText.split('\\n').sort((a, b) => b.length - a.length)[0]])"""
+
+# Tables whose frame is wider than their rows: [first header cell, frame px, rows px].
+FRAMES_WIDER_THAN_ROWS = """() => [...document.querySelectorAll('.bd-article table')]
+    .map(t => [t.querySelector('th, td').innerText.trim(), t.getBoundingClientRect().width,
+               (t.querySelector('tbody') || t).getBoundingClientRect().width])
+    .filter(([, frame, rows]) => frame - rows > 2)"""
+
+# Inline code that is one identifier (letters, digits, underscores) and spans two lines.
+BROKEN_IDENTIFIERS = """() => [...document.querySelectorAll('.bd-article code.literal')]
+    .filter(c => !c.closest('pre') && /^\\w+$/.test(c.innerText.trim()) && c.getClientRects().length > 1)
+    .map(c => c.innerText.trim())"""
+
+
+def layout_problems(page, page_name: str, width: int) -> list[str]:
+    """Each broken layout rule on ``page`` (a Playwright page showing ``page_name``, e.g.
+    ``"book/lessons/state_tree"``, in a viewport ``width`` px wide), one line each."""
+    found = []
+    if page_name.startswith("book/lessons/") and width >= CODE_FITS_FROM:
+        found += [f"{page_name} at {width}px: a {kind} block scrolls sideways ({line!r})"
+                  for kind, line in page.evaluate(SCROLLING_PRES)]
+    found += [f"{page_name} at {width}px: the table under {head!r} is framed {frame:.0f}px wide "
+              f"around {rows:.0f}px of rows" for head, frame, rows in page.evaluate(FRAMES_WIDER_THAN_ROWS)]
+    if width < PHONE_BELOW:
+        found += [f"{page_name} at {width}px: `{name}` is broken across two lines"
+                  for name in page.evaluate(BROKEN_IDENTIFIERS)]
+    return found
