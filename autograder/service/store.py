@@ -501,12 +501,13 @@ class Store:
 
     # -- gradebook mirroring ------------------------------------------------
     def unsynced(self):
-        """Done submissions not yet mirrored into the gradebook (:class:`Submission`, with
-        the notebook), oldest first."""
+        """Done submissions not yet mirrored into the gradebook (:class:`Submission`
+        without its notebook and result: the mirror reads those of the one it writes),
+        oldest first."""
         s = submissions.c
         with self._read() as conn:
-            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.status, s.notebook,
-                                       s.submitted_at, s.result).where(
+            rows = conn.execute(select(s.seq, s.id, s.learner, s.exercise, s.status,
+                                       s.submitted_at).where(
                 s.status == "done", s.gradebook.is_(None)).order_by(s.seq)).mappings().all()
         return [Submission.of(r) for r in rows]
 
