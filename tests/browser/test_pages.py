@@ -2,9 +2,12 @@
 with no console error, no failed request and nothing from the internet, does not
 scroll sideways, keeps the lesson column's layout rules (tests/browser/layout.py), and
 axe-core finds no serious or critical accessibility problem.
-Each view is saved as a screenshot under _build/screenshots/."""
+A view that fails is saved as a screenshot under _build/screenshots/ (every view with
+COURSE_SCREENSHOTS=all)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -16,6 +19,9 @@ from tests.browser.pages import axe_violations, screenshot
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
          "book/exercises/update_with_donate", "book/exercises/donation_report",
          "book/exercises/fix_training_loop", "book/exercises/silent_donation", "search"]
+# A full-page screenshot of each view costs about a second; taken where a view failed,
+# or of every view with COURSE_SCREENSHOTS=all (to look the site over by eye).
+EVERY_VIEW_SHOT = os.environ.get("COURSE_SCREENSHOTS") == "all"
 VIEWS = [("laptop-light", 1280, False), ("phone-dark", 390, True),
          ("laptop-dark", 1280, True), ("phone-light", 390, False)]
 
@@ -41,7 +47,7 @@ def test_page_in_the_browser(servers, open_page, page_name):
     for view, width, dark in VIEWS:
         watched = open_page(servers.url(f"{page_name}.html"), width=width, dark=dark)
         page = watched.page
-        screenshot(page, f"{page_name.replace('/', '-')}-{view}")
+        before = len(failures)
         theme = page.evaluate("document.documentElement.dataset.theme")
         if theme != ("dark" if dark else "light"):
             failures.append(f"{view}: the page is in {theme} mode")
@@ -61,6 +67,10 @@ def test_page_in_the_browser(servers, open_page, page_name):
             for v in axe_violations(page):
                 failures.append(f"{view}: axe {v['impact']} {v['id']} ({v['help']}): {v['nodes']}")
         failures += [f"{view}: {p}" for p in watched.problems]
+        if len(failures) > before or EVERY_VIEW_SHOT:
+            shot = screenshot(page, f"{page_name.replace('/', '-')}-{view}")
+            if len(failures) > before:
+                failures.append(f"{view}: as it looked: {shot}")
     assert not failures, "\n".join(failures)
 
 
