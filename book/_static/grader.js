@@ -176,7 +176,8 @@
       var reply = await fetch(service + "/api/deadline" + query, {headers: await identity.headers()});
       var d = reply.ok ? await reply.json() : null;
       if (!d || !d.due) return;
-      var line = root.querySelector(".grader-deadline");
+      var line = root.querySelector(".grader-deadline") || // (a form drawn by another page)
+        root.insertBefore(el("p", "grader-deadline"), root.firstChild);
       line.textContent = "Due " + d.due.slice(0, 16).replace("T", " ") + " UTC; " + d.late_policy + ".";
       line.hidden = false;
     } catch (err) { /* no deadline shown: the form still works */ }
@@ -347,7 +348,8 @@
       return identity.known ? "" : (LEARNER_GIVEN || (learner && learner.value.trim()));
     };
     // Drawn before the form shows: a line appearing above it would move the Submit button
-    // from under a pointer already on its way there.
+    // from under a pointer already on its way there (only a reply later than
+    // DEADLINE_WAIT_MS still can).
     var deadlineShown = showDeadline(root, service, identity, who);
     var standing = null, warned = null; // warned: the file the last warning was about
     var refresh = async function () {
