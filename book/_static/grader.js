@@ -176,8 +176,7 @@
       var reply = await fetch(service + "/api/deadline" + query, {headers: await identity.headers()});
       var d = reply.ok ? await reply.json() : null;
       if (!d || !d.due) return;
-      var line = root.querySelector(".grader-deadline") || // (a form drawn by another page)
-        root.insertBefore(el("p", "grader-deadline"), root.firstChild);
+      var line = root.querySelector(".grader-deadline");
       line.textContent = "Due " + d.due.slice(0, 16).replace("T", " ") + " UTC; " + d.late_policy + ".";
       line.hidden = false;
     } catch (err) { /* no deadline shown: the form still works */ }

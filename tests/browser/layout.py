@@ -36,6 +36,13 @@ BROKEN_IDENTIFIERS = """() => [...document.querySelectorAll('.bd-article code.li
     .map(c => c.innerText.trim())"""
 
 
+def sideways_overflow(page, width: int) -> int:
+    """How many px ``page`` scrolls sideways in a viewport ``width`` px wide (0 or less: none).
+    Against the width asked for: a phone browser widens its layout viewport
+    (window.innerWidth) to fit what overflows, so that never shows a difference."""
+    return page.evaluate("document.scrollingElement.scrollWidth") - width
+
+
 def layout_problems(page, page_name: str, width: int) -> list[str]:
     """Each broken layout rule on ``page`` (a Playwright page showing ``page_name``, e.g.
     ``"book/lessons/state_tree"``, in a viewport ``width`` px wide), one line each."""

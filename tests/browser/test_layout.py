@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.layout import layout_problems
+from tests.browser.layout import layout_problems, sideways_overflow
 from tests.browser.pages import screenshot
 from .test_pages import PAGES as ALL_PAGES
 
@@ -20,7 +20,7 @@ def test_pages_keep_the_layout_rules_on_a_tablet(servers, open_page, width):
     failures = []
     for page_name in PAGES:
         watched = open_page(servers.url(f"{page_name}.html"), width=width)
-        overflow = watched.page.evaluate("document.scrollingElement.scrollWidth") - width
+        overflow = sideways_overflow(watched.page, width)
         if overflow > 1:
             failures.append(f"{page_name} at {width}px scrolls sideways by {overflow}px")
         failures += layout_problems(watched.page, page_name, width)

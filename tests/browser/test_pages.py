@@ -13,7 +13,7 @@ import pytest
 
 from tests.book.sitebuild import LESSONS
 
-from tests.browser.layout import layout_problems
+from tests.browser.layout import layout_problems, sideways_overflow
 from tests.browser.pages import axe_violations, screenshot
 
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
@@ -53,9 +53,7 @@ def test_page_in_the_browser(servers, open_page, page_name):
             failures.append(f"{view}: the page is in {theme} mode")
         if not page.locator("h1:visible").count():
             failures.append(f"{view}: no visible heading")
-        # against the width asked for: a phone browser widens its layout viewport
-        # (window.innerWidth) to fit what overflows, so that never shows a difference
-        overflow = page.evaluate("document.scrollingElement.scrollWidth") - width
+        overflow = sideways_overflow(page, width)
         if overflow > 1:
             failures.append(f"{view}: the page scrolls sideways by {overflow}px")
         gap = page.evaluate(TITLE_GAP)
