@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -73,6 +74,30 @@ PLATFORM_CELL = ("import json as _json, jax as _jax\n"
                  "'device_kind': _jax.devices()[0].device_kind, 'device_count': len(_jax.devices())}))"
                  % PLATFORM_MARK)
 GLUE_PREFIX = "application/papermill.record/"
+
+
+# What decides a drift observation besides the other JAX, beside the pages (PAGES) and the
+# code that decides a grade (autograder.pipeline.grading_files): the lessons' rule module
+# and the site extension that writes the build's own rules.json, the samples with their
+# expected outcomes, the pins (both builds' environments) and this observer.
+INPUTS = ("book/lessons/course_rules.py", "book/_ext/rules_site.py", "requirements.txt",
+          "scripts/drift.py", "scripts/drift_cells.py", "scripts/drift_compare.py")
+
+
+def inputs_digest() -> str:
+    """SHA-256 (hex) of every file an observation depends on besides the other JAX (the
+    pages, :data:`INPUTS`, the grading code and every exercise's samples), by path
+    relative to the checkout. A report records the digest it was made from: when it
+    equals this checkout's, running the same JAX again observes the same (make test
+    checks that instead of re-running minutes of lessons and samples in a new venv)."""
+    from autograder import pipeline
+
+    files = {*PAGES, *(REPO / name for name in INPUTS), *pipeline.grading_files(),
+             *(p for p in SAMPLES.glob("*/hidden/samples/*") if p.suffix in (".py", ".json"))}
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 # What executing the lessons and grading the samples imports, at the course's pins; their
@@ -362,7 +387,7 @@ def make_report(old: dict, new: dict) -> dict:
                                "values": {k: v[:300] for k, v in seen.get("values", {}).items()}}
     report = {"old_jax": old["jax"], "new_jax": new["jax"], "python": new["python"],
               "platform": new.get("platform", CPU), "device_kind": new.get("device_kind", CPU),
-              "date": new.get("date") or datetime.date.today().isoformat()}
+              "date": new.get("date") or datetime.date.today().isoformat(), "inputs": inputs_digest()}
     if platform_of(new) != CPU:
         report["device_count"] = new.get("device_count")
         report["mode"] = new.get("mode", "kernel")

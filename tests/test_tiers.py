@@ -32,8 +32,8 @@ def test_each_tier_is_declared(pytestconfig):
     ("tests/hub/test_identity.py::test_unsigned_requests_are_refused", "course-site"),
     ("tests/book/test_serve.py::test_every_printed_url_answers[a::b]", "course-site"),
     ("tests/service/test_browser.py::test_submit_from_the_exercise_page", "course-site"),
-    ("tests/book/test_drift.py::test_the_committed_drift_report_is_what_the_other_jax_gives",
-     "tests/book/test_drift.py::test_the_committed_drift_report_is_what_the_other_jax_gives"),
+    ("tests/book/test_drift.py::test_the_committed_drift_report_was_made_from_this_checkouts_"
+     "lessons_samples_and_grader", "course-site"),
     ("tests/service/test_api.py::test_x[sqlite]", "tests/service/test_api.py"),
     ("tests/grading/test_samples.py::test_sample_gets_expected_grade[reference]",
      "tests/grading/test_samples.py"),
@@ -71,13 +71,13 @@ def test_each_grouped_node_exists(prefix):
     assert any(n.startswith(test.split("[")[0]) for n in vars(module)), f"tests/tiers.py: no {prefix}"
 
 
-def test_make_test_starts_the_site_then_the_split_groups_the_drift_check_then_the_biggest_modules():
-    nodeids = ["tests/book/test_drift.py::a", "tests/service/test_api.py::a", "tests/service/test_api.py::b",
+def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_modules():
+    nodeids = ["tests/service/test_api.py::a", "tests/service/test_api.py::b",
                "tests/service/test_restart.py::a",
                "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
                "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_book_site.py::a",
                "tests/grading/test_golden.py::test_every_door_and_group_is_recorded"]
     assert tiers.start_order(nodeids) == [
         "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
-        "cli-samples", "tests/book/test_drift.py::a", "tests/service/test_api.py",
+        "cli-samples", "tests/service/test_api.py",
         "tests/service/test_restart.py", "tests/grading/test_golden.py"]

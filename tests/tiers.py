@@ -119,8 +119,7 @@ def mark(config, items, pytest) -> None:
         unknown = tiers - slow
         if unknown:
             raise pytest.UsageError(f"tests/tiers.py names tiers pytest.ini does not declare: {unknown}")
-        if tiers & SITE_TIERS and group_of(item.nodeid) != "course-site" \
-                and not item.nodeid.startswith(SITE_APART):
+        if tiers & SITE_TIERS and group_of(item.nodeid) != "course-site":
             raise pytest.UsageError(f"{item.nodeid} builds or reads the course site: add its "
                                     "path to SITE_NODES in tests/tiers.py")
         for tier in sorted(tiers):
@@ -141,13 +140,6 @@ def mark(config, items, pytest) -> None:
 # stops (mark) when a test of those tiers lives anywhere else.
 SITE_NODES = ("tests/book/", "tests/browser/", "tests/hub/", "tests/service/test_browser.py")
 SITE_TIERS = {"book", "hub"}
-# Site readers that run apart from that worker: they read only what a build writes whole
-# (rules.json) or leaves alone when nothing changed (myst-nb's glue caches), and find the
-# site built by the run (tests/conftest.py: built_site). The drift check's minutes of
-# another JAX then overlap the course-site worker's.
-SITE_APART = ("tests/book/test_drift.py::",)
-
-
 # Tests that read what one session fixture graded, from several modules, share a worker
 # (node id prefix -> group): the command line's run over every sample (tests/grading/conftest.py).
 SHARED = {
@@ -160,7 +152,6 @@ SHARED = {
 # Tests that each grade or autograde a corpus of their own, with nothing costly shared with
 # the rest of their module: a group each, so the two workers share them.
 ALONE = (
-    *SITE_APART,
     "tests/grading/test_golden.py::test_results_are_unchanged[",
     "tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[",
 )
@@ -168,12 +159,12 @@ ALONE = (
 
 def group_of(nodeid: str) -> str:
     """The ``make test`` worker group of the test ``nodeid``: ``course-site`` for the
-    tests under :data:`SITE_NODES` but :data:`SITE_APART`, the node itself for :data:`ALONE`, a
+    tests under :data:`SITE_NODES`, the node itself for :data:`ALONE`, a
     :data:`SHARED` group, else its module (a module's fixtures are made once).
     From the node id alone: pytest-xdist's controller schedules by node id and never
     collects (conftest.py: pytest_xdist_make_scheduler)."""
     path = nodeid.split("::", 1)[0]
-    if path.startswith(SITE_NODES) and not nodeid.startswith(SITE_APART):
+    if path.startswith(SITE_NODES):
         return "course-site"
     if nodeid.startswith(ALONE) and nodeid not in SHARED:
         return nodeid
@@ -183,8 +174,7 @@ def group_of(nodeid: str) -> str:
 def start_order(nodeids) -> list[str]:
     """The groups of ``nodeids`` (collected node ids), in the order ``make test``'s workers
     take them: the course site's, then those :data:`SHARED` and :data:`ALONE` split out for
-    their cost, then :data:`SITE_APART` (started first, it would build the site while the
-    course-site worker waits for it), then the rest, most tests first. (pytest-xdist's own
+    their cost, then the rest, most tests first. (pytest-xdist's own
     order, most tests first, would start the single-test groups that grade a whole corpus
     last, and the run would end on one worker.)"""
     counts = {}
@@ -195,8 +185,6 @@ def start_order(nodeids) -> list[str]:
     def rank(group):
         if group == "course-site":
             return 0
-        if group.startswith(SITE_APART):  # once the course-site worker has built the site
-            return 2
-        return 1 if group.startswith(ALONE) or group in SHARED.values() else 3
+        return 1 if group.startswith(ALONE) or group in SHARED.values() else 2
 
     return sorted(counts, key=lambda g: (rank(g), -counts[g]))
