@@ -32,18 +32,22 @@ EXPECTED = expected()
 STOPPED = "Not run: every call raised"  # a check kept from running by one error (judge.said_once)
 
 
-def one_per_outcome(assignment=ASSIGNMENT, also=()):
-    """The samples of ``assignment`` that ``nbgrader autograde`` grades: of each distinct
-    expected outcome (total and failed checks) ``reference`` or ``unattempted`` when it is
-    theirs, else the first by name; and ``also``. The command line grades every sample;
-    nbgrader's kernels take seconds each, and samples of one outcome differ only in the
-    learner's code, which both graders run the same way (none writes to stderr or logs,
-    where a kernel differs: tests/grading/test_agreement.py's corpus does)."""
-    firsts = {}
-    first = ("reference", "unattempted")  # the answer and the notebook as handed out, when there
-    for name, want in sorted(expected(assignment).items(), key=lambda i: (i[0] not in first, i[0])):
-        firsts.setdefault((want["score"], json.dumps(want["failed"], sort_keys=True)), name)
-    return sorted(set(firsts.values()) | set(also))
+def one_per_check(assignment=ASSIGNMENT, also=()):
+    """The samples of ``assignment`` that ``nbgrader autograde`` grades: ``reference`` and
+    ``unattempted`` (the answer and the notebook as handed out, where the exercise has
+    them), for each check the sample that fails it with the fewest other checks (the one
+    that fails it alone, where there is one: what that check's points are, in both
+    graders), and ``also``. The command line grades every sample; nbgrader's kernels take
+    seconds each, and samples that fail the same checks differ only in the learner's
+    code, which both graders run the same way (none writes to stderr or logs, where a
+    kernel differs: tests/grading/test_agreement.py's corpus does)."""
+    want = expected(assignment)
+    fails = {name: set(w["failed"]) if isinstance(w["failed"], list) else {"*"} for name, w in want.items()}
+    chosen = {name for name in ("reference", "unattempted") if name in want} | set(also)
+    for check in sorted(set().union(*fails.values()) - {"*"}):
+        chosen.add(min((name for name in fails if check in fails[name]),
+                       key=lambda name: (len(fails[name]), name)))
+    return sorted(chosen)
 
 
 def assert_phrases(want, got, assignment=ASSIGNMENT):

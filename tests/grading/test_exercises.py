@@ -6,7 +6,7 @@ put into the released notebook and handed in as an nbgrader ``submitted/``
 tree. The command line's grades are the session's run over every exercise's
 samples (``cli_runs("samples")``, tests/grading/conftest.py: the same run the
 golden results are compared with); ``nbgrader autograde`` grades a sample of each
-expected outcome (helpers.one_per_outcome) in a private copy of the released course.
+check (helpers.one_per_check: the one failing it alone) in a private copy of the released course.
 Both must give each sample its expected total (``expected.json`` there).
 """
 import json
@@ -20,7 +20,7 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.course import REPO, nbgrader
-from tests.grading.helpers import (STOPPED, assert_phrases, expected, one_per_outcome, released_notebook,
+from tests.grading.helpers import (STOPPED, assert_phrases, expected, one_per_check, released_notebook,
                                    samples_dir, submitted_tree)
 from tests.course import grader_cli
 from tests.grading.test_samples import results
@@ -40,13 +40,13 @@ def graded(cli_runs):
 @pytest.fixture
 def handed_in(released_course, tmp_path):
     """``handed_in(assignment) -> course``: a private copy of the released course with
-    a sample of each of ``assignment``'s expected outcomes (helpers.one_per_outcome)
+    the samples helpers.one_per_check picks for ``assignment``
     handed in as ``submitted/<sample>/<assignment>/``."""
     def hand_in(assignment):
         course = tmp_path / "course"
         shutil.copytree(released_course, course, ignore=shutil.ignore_patterns(
             "submitted", "autograded", "feedback"))
-        submitted_tree(course, course / "submitted", one_per_outcome(assignment), assignment)
+        submitted_tree(course, course / "submitted", one_per_check(assignment), assignment)
         return course
 
     return hand_in
@@ -148,7 +148,7 @@ def test_plain_python_reference_gets_full_marks(assignment, tmp_path):
 def test_nbgrader_autograde_agrees_on_every_total(handed_in, assignment):
     course = handed_in(assignment)
     nbgrader(course, "autograde", assignment, "--create")
-    names = one_per_outcome(assignment)
+    names = one_per_check(assignment)
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         totals = {name: gb.find_submission(assignment, name).score for name in names}
     assert totals == {name: float(expected(assignment)[name]["score"]) for name in names}

@@ -2,8 +2,8 @@
 
 The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer cells; each is put into the
 released notebook and handed in as an nbgrader ``submitted/`` tree. The
-tree is graded by ``python -m autograder``, and a sample of each expected outcome by
-``nbgrader autograde`` (tests/grading/helpers.py: one_per_outcome); both must give each
+tree is graded by ``python -m autograder``, and the sample failing each check alone by
+``nbgrader autograde`` (tests/grading/helpers.py: one_per_check); both must give each
 sample its expected total.
 """
 import csv
@@ -16,7 +16,7 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.course import copy_course, grader_cli, nbgrader
-from tests.grading.helpers import (ASSIGNMENT, EXPECTED, SAMPLES, STOPPED, assert_phrases, one_per_outcome,
+from tests.grading.helpers import (ASSIGNMENT, EXPECTED, SAMPLES, STOPPED, assert_phrases, one_per_check,
                                    submitted_tree)
 
 ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
@@ -39,9 +39,9 @@ def graded(course, tmp_path_factory):
     return out, proc
 
 
-# What nbgrader autograde grades: a sample of each expected outcome, and the one whose
+# What nbgrader autograde grades: the sample failing each check alone, and the one whose
 # feedback test_nbgrader_feedback_is_written reads.
-AUTOGRADED = one_per_outcome(ASSIGNMENT, also=("wrong_dtype",))
+AUTOGRADED = one_per_check(ASSIGNMENT, also=("wrong_dtype",))
 
 
 @pytest.fixture(scope="module")
