@@ -86,17 +86,21 @@ INPUTS = ("book/lessons/course_rules.py", "book/_ext/rules_site.py", "requiremen
 
 def inputs_digest() -> str:
     """SHA-256 (hex) of every file an observation depends on besides the other JAX (the
-    pages, :data:`INPUTS`, the grading code and every exercise's samples), by path
-    relative to the checkout. A report records the digest it was made from: when it
-    equals this checkout's, running the same JAX again observes the same (make test
-    checks that instead of re-running minutes of lessons and samples in a new venv)."""
+    pages, :data:`INPUTS`, the grading code and every exercise's samples; of
+    requirements.txt its pins), by path relative to the checkout. A report records the
+    digest it was made from: when it equals this checkout's, running the same JAX again
+    observes the same (make test checks that instead of re-running minutes of lessons
+    and samples in a new venv)."""
     from autograder import pipeline
 
     files = {*PAGES, *(REPO / name for name in INPUTS), *pipeline.grading_files(),
              *(p for p in SAMPLES.glob("*/hidden/samples/*") if p.suffix in (".py", ".json"))}
     h = hashlib.sha256()
     for path in sorted(files):
-        h.update(path.relative_to(REPO).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        data = path.read_bytes()
+        if path.name == "requirements.txt":  # its pins: a comment moves no observation
+            data = b"".join(line for line in data.splitlines(True) if not line.startswith(b"#"))
+        h.update(path.relative_to(REPO).as_posix().encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 

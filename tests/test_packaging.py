@@ -132,3 +132,22 @@ def test_the_install_is_a_plain_path_entry():
     installed = [f for f in dist.files if ".dist-info/" not in f.as_posix()]
     assert [f.suffix for f in installed] == [".pth"], installed
     assert installed[0].locate().read_text().split() == [str(REPO)]
+
+
+def test_make_venv_leaves_out_what_defaults_says_it_removes():
+    """``NOT_KEPT`` (autograder/defaults.py says why: seconds of CPU in every nbgrader
+    command, grader and server) is pinned for pip's resolution and not installed in .venv,
+    and jsonschema, which would import it, is imported without it."""
+    from autograder.defaults import NOT_KEPT
+    from packaging.utils import canonicalize_name
+
+    pinned = {canonicalize_name(line.split("==")[0]) for line in
+              (REPO / "requirements.txt").read_text().splitlines() if "==" in line}
+    for name in NOT_KEPT:
+        assert canonicalize_name(name) in pinned, name
+        with pytest.raises(importlib.metadata.PackageNotFoundError):
+            importlib.metadata.distribution(name)
+    done = subprocess.run([sys.executable, "-c", "import sys, jsonschema; print(sorted(sys.modules))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "'jsonschema'" in done.stdout, done.stderr
+    assert not any(f"'{name.replace('-', '_')}'" in done.stdout for name in NOT_KEPT)
