@@ -49,7 +49,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	  echo "==> $(VENV) from $$base"; rm -rf $(VENV); "$$base" -m venv $(VENV); }
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --quiet --progress-bar off -r requirements.txt
-	@$(BIN)/python -m pip uninstall --quiet --yes $(call default,NOT_KEPT)  # autograder/defaults.py: why
+	@$(BIN)/python -m pip uninstall --quiet --yes $$($(BIN)/python -m autograder.defaults NOT_KEPT)  # defaults.py: why
 	@$(BIN)/python -m pip install --quiet --progress-bar off --no-deps -e .
 	@touch $@
 

@@ -77,11 +77,15 @@ GLUE_PREFIX = "application/papermill.record/"
 
 
 # What decides a drift observation besides the other JAX, beside the pages (PAGES) and the
-# code that decides a grade (autograder.pipeline.grading_files): the lessons' rule module
-# and the site extension that writes the build's own rules.json, the samples with their
-# expected outcomes, the pins (both builds' environments) and this observer.
-INPUTS = ("book/lessons/course_rules.py", "book/_ext/rules_site.py", "requirements.txt",
-          "scripts/drift.py", "scripts/drift_cells.py", "scripts/drift_compare.py")
+# code that decides a grade (autograder.pipeline.grading_files): the lessons' rule module,
+# the build's settings and the site extension that writes its own rules.json, the command
+# line that grades the samples (its reading of notebooks, its limits in defaults.py), the
+# samples with their expected outcomes, the pins (both builds' environments) and the
+# observer and comparison (drift_cells.py only runs --cells pages, made elsewhere).
+INPUTS = ("book/lessons/course_rules.py", "_config.yml", "book/_ext/rules_site.py",
+          "autograder/__main__.py", "autograder/files.py", "autograder/load.py",
+          "autograder/options.py", "autograder/defaults.py", "requirements.txt",
+          "scripts/drift.py", "scripts/drift_compare.py")
 
 
 def inputs_digest() -> str:
@@ -481,6 +485,8 @@ def main(argv=None) -> int:
                        cwd=REPO, check=True)
         new = json.loads(observed.read_text())
     report = make_report(old, new)
+    if args.observed:  # made on another machine, from whatever checkout it had
+        report.pop("inputs")
     rows = report["rows"]
     print("\n".join(drift_compare.format_report(rows, old["jax"], new["jax"])))
     last = report_path(where)

@@ -35,19 +35,33 @@ STOPPED = "Not run: every call raised"  # a check kept from running by one error
 def one_per_check(assignment=ASSIGNMENT, also=()):
     """The samples of ``assignment`` that ``nbgrader autograde`` grades: ``reference`` and
     ``unattempted`` (the answer and the notebook as handed out, where the exercise has
-    them), for each check the sample that fails it with the fewest other checks (the one
-    that fails it alone, where there is one: what that check's points are, in both
-    graders), and ``also``. The command line grades every sample; nbgrader's kernels take
-    seconds each, and samples that fail the same checks differ only in the learner's
-    code, which both graders run the same way (none writes to stderr or logs, where a
-    kernel differs: tests/grading/test_agreement.py's corpus does)."""
+    them), then, check by check, samples that fail it (fewest other failed checks first)
+    until the chosen samples' totals fix that check's points (its row of failed checks is
+    in the span of theirs: a total is the maximum less the points of the checks it fails),
+    and ``also``. So equal totals in both graders mean equal points for every check. The
+    command line grades every sample; nbgrader's kernels take seconds each, and samples
+    that fail the same checks differ only in the learner's code, which both graders run
+    the same way (none writes to stderr or logs, where a kernel differs:
+    tests/grading/test_agreement.py's corpus does)."""
+    import numpy as np
+
     want = expected(assignment)
-    fails = {name: set(w["failed"]) if isinstance(w["failed"], list) else {"*"} for name, w in want.items()}
-    chosen = {name for name in ("reference", "unattempted") if name in want} | set(also)
-    for check in sorted(set().union(*fails.values()) - {"*"}):
-        chosen.add(min((name for name in fails if check in fails[name]),
-                       key=lambda name: (len(fails[name]), name)))
-    return sorted(chosen)
+    checks = sorted({c for w in want.values() if isinstance(w["failed"], list) for c in w["failed"]})
+    row = {name: np.array([float(w["failed"] == "all" or c in w["failed"]) for c in checks])
+           for name, w in want.items()}
+    chosen = [name for name in ("reference", "unattempted") if name in want]
+
+    def rank(names, *extra):
+        return np.linalg.matrix_rank(np.array([row[n] for n in names] + list(extra)).reshape(-1, len(checks)))
+
+    for i, check in enumerate(checks):
+        unit = np.eye(len(checks))[i]
+        for name in sorted((n for n in want if row[n][i]), key=lambda n: (row[n].sum(), n)):
+            if rank(chosen, unit) == rank(chosen):  # fixed by the totals chosen so far
+                break
+            if rank(chosen + [name]) > rank(chosen):
+                chosen.append(name)
+    return sorted(set(chosen) | set(also))
 
 
 def assert_phrases(want, got, assignment=ASSIGNMENT):

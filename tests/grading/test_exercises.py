@@ -5,8 +5,8 @@ sample answer cells in ``autograder/exercises/<exercise>/hidden/samples/`` are
 put into the released notebook and handed in as an nbgrader ``submitted/``
 tree. The command line's grades are the session's run over every exercise's
 samples (``cli_runs("samples")``, tests/grading/conftest.py: the same run the
-golden results are compared with); ``nbgrader autograde`` grades a sample of each
-check (helpers.one_per_check: the one failing it alone) in a private copy of the released course.
+golden results are compared with); ``nbgrader autograde`` grades samples whose totals fix
+each check's points (helpers.one_per_check) in a private copy of the released course.
 Both must give each sample its expected total (``expected.json`` there).
 """
 import json

@@ -2,7 +2,7 @@
 
 The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer cells; each is put into the
 released notebook and handed in as an nbgrader ``submitted/`` tree. The
-tree is graded by ``python -m autograder``, and the sample failing each check alone by
+tree is graded by ``python -m autograder``, and samples whose totals fix each check's points by
 ``nbgrader autograde`` (tests/grading/helpers.py: one_per_check); both must give each
 sample its expected total.
 """
@@ -39,7 +39,7 @@ def graded(course, tmp_path_factory):
     return out, proc
 
 
-# What nbgrader autograde grades: the sample failing each check alone, and the one whose
+# What nbgrader autograde grades: samples whose totals fix each check's points, and the one whose
 # feedback test_nbgrader_feedback_is_written reads.
 AUTOGRADED = one_per_check(ASSIGNMENT, also=("wrong_dtype",))
 
@@ -155,3 +155,20 @@ def test_nbgrader_feedback_is_written(autograded):
     text = html.read_text()
     assert "Expected: a jax.Array of shape (32,) and dtype float32" in text
     assert "check(" not in text  # the hidden part is not in the learner's feedback
+
+
+@pytest.mark.parametrize("exercise", exercises.names())
+def test_the_autograded_samples_fix_every_checks_points(exercise):
+    """What nbgrader autograde grades (helpers.one_per_check) is enough: a total is the
+    maximum less the points of the checks a sample fails, and the chosen samples' rows of
+    failed checks span every check, so equal totals in both graders mean equal points
+    per check."""
+    import numpy as np
+
+    from tests.grading.helpers import expected
+
+    want = expected(exercise)
+    checks = sorted(name for name, _, _ in hidden_tests(exercise))
+    rows = np.array([[float(want[n]["failed"] == "all" or c in want[n]["failed"]) for c in checks]
+                     for n in one_per_check(exercise)])
+    assert np.linalg.matrix_rank(rows) == len(checks), (exercise, one_per_check(exercise))
