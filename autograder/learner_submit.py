@@ -40,6 +40,7 @@ from autograder import defaults
 
 ASK_AFTER_S = 6      # then ask for Ctrl-S (the course JupyterLab autosaves every 2 s)
 SAVE_WAIT_S = 180    # then refuse
+READ_WAIT_S = 10     # for a save still being written to end (read_saved)
 POLL_S = 600         # grading answers within seconds; stop polling after this
 SEND_TIMEOUT_S = 120  # a loaded machine may take long to answer; a resend is safe anyway
 RETRY_S = 2          # between polls after the service did not answer (it may be restarting)
@@ -102,6 +103,26 @@ def wait_for_save(path: str, since: float, say=print) -> bool:
             asked = True
         time.sleep(0.25)
     return True
+
+
+def read_saved(path: str, say=print):
+    """The notebook saved at ``path`` (parsed JSON), read once the save that
+    :func:`wait_for_save` saw has been written whole; None after :data:`READ_WAIT_S`
+    seconds, saying why. Jupyter writes a save into the file itself (its backup copy
+    aside), so a reader that comes as the save starts finds the file empty or cut
+    short: seen under the hub, where the cell read an empty file and stopped with a
+    JSONDecodeError. A file cut short is not JSON, so it is read again until it is."""
+    start = time.monotonic()
+    while True:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except ValueError:  # empty, cut short, or not text: a save still being written
+            if time.monotonic() - start > READ_WAIT_S:
+                say("Not submitted: the saved notebook could not be read as a notebook (it is "
+                    "not JSON). Save it again (Ctrl-S) and run this cell again.")
+                return None
+            time.sleep(0.1)
 
 
 class NoAnswer(Exception):
@@ -220,8 +241,9 @@ def submit(exercise: str) -> None:
     print(f"Submitting {name} for {exercise} as {who} once it is saved...", flush=True)
     if not wait_for_save(path, since):
         return
-    with open(path, encoding="utf-8") as handle:
-        notebook = json.load(handle)
+    notebook = read_saved(path)
+    if notebook is None:
+        return
     saved = time.strftime("%H:%M:%S", time.localtime(os.path.getmtime(path)))
     print(f"Sent the version saved at {saved}, after you ran this cell.", flush=True)
     url = (defaults.setting("GRADER_URL") or defaults.grader_url()).rstrip("/")

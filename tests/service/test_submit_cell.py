@@ -35,6 +35,33 @@ def test_without_a_save_it_refuses_and_says_why(tmp_path, monkeypatch):
     assert said[-1].startswith("Not submitted:") and "older version" in said[-1]
 
 
+def test_a_save_still_being_written_is_read_once_it_is_whole(tmp_path):
+    """Jupyter writes a save into the file itself: read as the save starts, the file is
+    empty, then cut short (a hub test's submit cell once stopped on the empty file)."""
+    notebook = tmp_path / "update_with_donate.ipynb"
+    notebook.write_text("")
+    whole = json.dumps({"cells": [], "version": "as run"})
+
+    def save():
+        time.sleep(0.3)
+        notebook.write_text(whole[:10])
+        time.sleep(0.3)
+        notebook.write_text(whole)
+
+    threading.Thread(target=save).start()
+    said = []
+    assert learner_submit.read_saved(str(notebook), say=said.append) == json.loads(whole)
+    assert said == []
+
+
+def test_a_save_that_never_becomes_json_is_refused_saying_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(learner_submit, "READ_WAIT_S", 0.5)
+    notebook, said = tmp_path / "update_with_donate.ipynb", []
+    notebook.write_text('{"cells": [')
+    assert learner_submit.read_saved(str(notebook), say=said.append) is None
+    assert said[-1].startswith("Not submitted:") and "Ctrl-S" in said[-1]
+
+
 def test_the_cell_holds_the_hubs_token_else_make_serves_key(monkeypatch):
     """The service decides who submits from what the cell holds: the hub's token on the
     hub, make serve's key (its kernels' GRADER_TOKEN) under make serve, else nothing."""
