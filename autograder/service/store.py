@@ -392,11 +392,14 @@ class Store:
                             and_(s.status == "running", s.lease_until < now))
             busy = select(s.learner).where(s.status == "running", s.lease_until >= now)
             other = submissions.alias("other")
-            started = select(func.count()).where(
-                other.c.client == s.client, other.c.started_at >= now - FAIR_WINDOW_S
-            ).scalar_subquery()
-            turn = func.row_number().over(partition_by=s.client, order_by=s.seq) + started
-            ranked = select(s.seq, turn.label("turn")).where(
+            # Each client's gradings started in the window, counted once per client (a
+            # subquery per queued row read the client's rows again for every one of them).
+            started = select(other.c.client, func.count().label("n")).where(
+                other.c.started_at >= now - FAIR_WINDOW_S).group_by(other.c.client).subquery()
+            turn = (func.row_number().over(partition_by=s.client, order_by=s.seq)
+                    + func.coalesce(started.c.n, 0))
+            ranked = select(s.seq, turn.label("turn")).select_from(
+                submissions.outerjoin(started, started.c.client == s.client)).where(
                 claimable, s.learner.not_in(busy), s.exercise.not_in(list(exclude))).subquery()
             seq = conn.execute(select(ranked.c.seq).order_by(ranked.c.turn, ranked.c.seq)
                                .limit(1)).scalar()
