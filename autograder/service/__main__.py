@@ -61,6 +61,7 @@ def main(argv=None):
         except ValueError as exc:
             sys.exit(f"--auth local: {exc} (GRADER_LEARNER, GRADER_TOKEN)")
     settings = settings_of(args, identity)
+    config.started()
 
     async def serve():
         server = tornado.httpserver.HTTPServer(
