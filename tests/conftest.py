@@ -2,6 +2,7 @@
 need once per session: a released copy of the nbgrader course, the site build, and
 Debian's Chromium. Paths and commands live in tests/course.py, the shared browser in
 tests/chromium.py."""
+import gc
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,13 @@ def pytest_addoption(parser):
 def pytest_collection_modifyitems(config, items):
     """Mark each test with the slow tiers it starts (tests/tiers.py; pytest.ini lists them)."""
     tiers.mark(config, items, pytest)
+
+
+def pytest_collection_finish(session):
+    """The modules the tests imported (JAX, nbgrader, the course's) live for the whole
+    session: out of the garbage collector's sight (``gc.freeze``), so that the collections
+    while in-process graders and services run walk only what the tests made."""
+    gc.freeze()
 
 
 def pytest_xdist_make_scheduler(config, log):
