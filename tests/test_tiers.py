@@ -44,6 +44,8 @@ def test_each_tier_is_declared(pytestconfig):
      "cli-samples"),
     ("tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]",
      "tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]"),
+    ("tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]", "cli-hostile"),
+    ("tests/grading/test_hostile.py::test_summary_matches_results", "cli-hostile"),
     ("tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[a]",
      "tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[a]"),
     ("tests/grading/test_golden.py::test_every_door_and_group_is_recorded",
@@ -74,10 +76,10 @@ def test_each_grouped_node_exists(prefix):
 def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_modules():
     nodeids = ["tests/service/test_api.py::a", "tests/service/test_api.py::b",
                "tests/service/test_restart.py::a",
-               "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
+               "tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]",
                "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_book_site.py::a",
                "tests/grading/test_golden.py::test_every_door_and_group_is_recorded"]
     assert tiers.start_order(nodeids) == [
-        "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]",
+        "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]",
         "cli-samples", "tests/service/test_api.py",
         "tests/service/test_restart.py", "tests/grading/test_golden.py"]

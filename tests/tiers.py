@@ -141,8 +141,10 @@ def mark(config, items, pytest) -> None:
 SITE_NODES = ("tests/book/", "tests/browser/", "tests/hub/", "tests/service/test_browser.py")
 SITE_TIERS = {"book", "hub"}
 # Tests that read what one session fixture graded, from several modules, share a worker
-# (node id prefix -> group): the command line's run over every sample (tests/grading/conftest.py).
+# (node id prefix -> group): the command line's run over each corpus (tests/grading/conftest.py).
 SHARED = {
+    "tests/grading/test_golden.py::test_results_are_unchanged[cli-hostile.json]": "cli-hostile",
+    "tests/grading/test_hostile.py::": "cli-hostile",
     "tests/grading/test_golden.py::test_results_are_unchanged[cli-samples.json]": "cli-samples",
     # the other doors read the sandbox's outcomes of that run (test_golden.py: SHARED)
     "tests/grading/test_golden.py::test_results_are_unchanged[service-samples.json]": "cli-samples",

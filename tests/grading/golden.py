@@ -27,6 +27,7 @@ import io
 import json
 import os
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -54,8 +55,17 @@ UPLOADS = {"empty": {}, "two_notebooks": {"a.ipynb": "{}", "b.ipynb": "{}"},
            "macosx_only": {"__MACOSX/x.ipynb": "{}", ".hidden.py": "x = 1"}}
 
 
-def corpus(course):
-    """``{group: {name: (exercise, notebook bytes)}}`` from the released ``course``."""
+GRADER_SECRET = secrets.token_hex(16)
+"""In the grader's environment (``HOSTILE_SECRET_TOKEN``) while the command line grades the
+hostile group: no learner process may hold it (hostile/reads_environment.py and
+reads_its_memory.py look for it; tests/grading/test_hostile.py checks every result)."""
+
+
+def corpus(course, listener_port=9):
+    """``{group: {name: (exercise, notebook bytes)}}`` from the released ``course``;
+    ``listener_port`` goes where a hostile answer says ``@LISTENER_PORT@`` (the default: a
+    port nobody listens on; learner code reaches no network anyway, and no result says
+    which port it tried)."""
     samples = {}
     for exercise in exercises.names():
         release_nb = released_notebook(course, exercise)
@@ -68,8 +78,7 @@ def corpus(course):
     hostile = {}
     for path in sorted(HOSTILE.glob("*.py")):
         if path.stem in hostile_expected:
-            # a port nobody listens on: learner code reaches no network anyway
-            answer = path.read_text().replace("@LISTENER_PORT@", "9")
+            answer = path.read_text().replace("@LISTENER_PORT@", str(listener_port))
             hostile[path.stem] = (HOSTILE_EXERCISE, json.dumps(with_answer(release_nb, answer)).encode())
     for name, build in sorted(BUILDERS.items()):
         hostile[name] = (HOSTILE_EXERCISE, build(release_nb))
@@ -189,12 +198,38 @@ def cli_run(group, subs, work):
         target.write_bytes(raw)
     seconds, memory = LIMITS[group]
     out = root / "out"
-    stdout = io.StringIO()
-    with Outcomes().recording() as outcomes, contextlib.redirect_stdout(stdout), \
-            contextlib.redirect_stderr(io.StringIO()):
+    stdout, stderr = io.StringIO(), io.StringIO()
+    secret = {"HOSTILE_SECRET_TOKEN": GRADER_SECRET} if group == "hostile" else {}
+    with grader_environment(secret), Outcomes().recording() as outcomes, \
+            contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         code = main([str(root / ("submitted" if group == "samples" else "class")), "--out", str(out),
                      "--timeout", str(seconds), "--memory-mib", str(memory), "--jobs", "2"])
-    return {"exit": code, "stdout": stdout.getvalue(), "out": out, "root": root, "outcomes": outcomes}
+    return {"exit": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue(), "out": out,
+            "root": root, "outcomes": outcomes}
+
+
+@contextlib.contextmanager
+def grader_environment(extra):
+    """``os.environ`` with ``extra`` (``{name: value}``) meanwhile, and this process's
+    zygote started afresh under it, as it would be in a grader started with that
+    environment; stopped again after (a later run starts its own)."""
+    from autograder import sandbox
+
+    if not extra:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in extra}
+    sandbox.shared().stop()
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        sandbox.shared().stop()
 
 
 def cli_text(run):

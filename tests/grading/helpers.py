@@ -6,7 +6,9 @@ Every function takes the assignment, defaulting to the first exercise.
 """
 import json
 import shutil
+import socket
 import subprocess
+import threading
 
 from autograder import exercises
 from tests.course import BIN, REPO
@@ -115,3 +117,25 @@ def checkout(root):
             shutil.copy2(REPO / name, root / name)
     (root / ".venv").symlink_to(BIN.parent)
     return root
+
+
+class Listener:
+    """A server on loopback (``127.0.0.1:port``) that accepts and counts connections
+    (``accepted``) until ``close()``: what learner code must never reach."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port, self.accepted = self.sock.getsockname()[1], 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+    def close(self):
+        self.sock.close()

@@ -2,19 +2,16 @@
 
 The corpus is ``hostile/*.py`` (answer cells placed in the released notebook)
 plus the broken notebooks of :mod:`tests.grading.hostile_builders`. The whole
-class is graded in one run with small limits; expectations are in
-``hostile/expected.json``.
+class is graded in one run with small limits, the command line's run that
+tests/grading/test_golden.py also reads; expectations are in ``hostile/expected.json``.
 """
 import csv
 import fcntl
 import json
 import os
-import secrets
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +19,7 @@ import pytest
 
 from autograder.sandbox.uids import LEASES, lease_uid
 from tests.course import REPO, grader_cli, nbgrader_env
+from tests.grading.golden import GRADER_SECRET
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -33,21 +31,6 @@ SANDBOX_UIDS = range(61000, 62000)
 ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
            Path("/etc/hostile-was-here"), Path("/run/lock/hostile-was-here"),
            Path("/var/tmp/hostile-was-here"), REPO / "autograder" / "pwned.py"]
-
-
-def build_class(course, root, listener_port=0):
-    """The corpus as notebooks in ``root``; ``@LISTENER_PORT@`` in an answer becomes
-    ``listener_port`` (a server the test keeps listening while the class is graded)."""
-    release = released_notebook(course)
-    root.mkdir(parents=True, exist_ok=True)
-    for path in HOSTILE.glob("*.py"):
-        if path.stem in EXPECTED:
-            answer = path.read_text().replace("@LISTENER_PORT@", str(listener_port))
-            nb = with_answer(release, answer)
-            (root / f"{path.stem}.ipynb").write_text(json.dumps(nb))
-    for name, build in BUILDERS.items():
-        (root / f"{name}.ipynb").write_bytes(build(release))
-    return root
 
 
 def sandbox_processes():
@@ -77,48 +60,14 @@ def sandbox_processes():
     return leaked
 
 
-SECRET = secrets.token_hex(16)  # in the grader's environment; no learner process may hold it
-
-
-class Listener:
-    """A server listening on loopback while the class is graded; counts who connects."""
-
-    def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port, self.accepted = self.sock.getsockname()[1], 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
-
-
 @pytest.fixture(scope="module")
-def listener():
-    server = Listener()
-    socket.create_connection(("127.0.0.1", server.port), timeout=5).close()  # reachable here
-    deadline = time.monotonic() + 5
-    while server.accepted < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.accepted == 1
-    yield server
-    server.sock.close()
-
-
-@pytest.fixture(scope="module")
-def hostile(released_course, tmp_path_factory, listener):
-    root = build_class(released_course, tmp_path_factory.mktemp("hostile") / "class",
-                       listener.port)
-    out = root.parent / "grades"
-    proc = grader_cli(root, "--out", out, *LIMITS, env={"HOSTILE_SECRET_TOKEN": SECRET},
-                      wait=False)
-    stdout, stderr = proc.communicate(timeout=900)
-    return out, proc.returncode, stdout, stderr
+def hostile(cli_runs):
+    """The class graded by the command line with the limits of :data:`LIMITS`, the same run
+    tests/grading/test_golden.py compares with its record (tests/grading/conftest.py:
+    ``cli_runs``, with a listening server's port in the corpus and a secret in the
+    grader's environment): ``(results folder, exit status, stdout, stderr)``."""
+    run = cli_runs("hostile")
+    return run["out"], run["exit"], run["stdout"], run["stderr"]
 
 
 def test_corpus_is_large_enough():
@@ -147,7 +96,7 @@ def test_no_learner_process_holds_a_secret_of_the_grader(hostile):
     out = hostile[0]
     printed = json.loads((out / "reads_its_memory" / "results.json").read_text())
     assert "found in memory:" in printed["extra_data"]["learner_output"]
-    leaked = [p.parent.name for p in out.glob("*/results.json") if SECRET in p.read_text()]
+    leaked = [p.parent.name for p in out.glob("*/results.json") if GRADER_SECRET in p.read_text()]
     assert leaked == []
 
 
