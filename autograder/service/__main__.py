@@ -61,7 +61,8 @@ def main(argv=None):
         except ValueError as exc:
             sys.exit(f"--auth local: {exc} (GRADER_LEARNER, GRADER_TOKEN)")
     settings = settings_of(args, identity)
-    config.started()
+    if not grading:  # start_grading froze the process's start-up already
+        config.freeze_start_up()
 
     async def serve():
         server = tornado.httpserver.HTTPServer(

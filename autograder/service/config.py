@@ -86,13 +86,15 @@ def start_grading(args, store, mirror):
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
     grading = GradingThreads(store, mirror, limits, args.jobs, args.slot_base, args.lease,
                              args.recorded)
+    freeze_start_up()
     grading.start()
     return grading
 
 
-def started():
-    """Called once a process's modules, store and threads are set up: what exists now lives
-    as long as the process, so it is moved out of the garbage collector's sight
-    (``gc.freeze``); each later collection walks only what requests and gradings made,
-    not the imported modules of tornado, SQLAlchemy and nbgrader."""
+def freeze_start_up():
+    """Called once a process's modules and store are set up, before any thread or request
+    makes objects of its own: what exists now lives as long as the process, so it is moved
+    out of the garbage collector's sight (``gc.freeze``); each later collection walks only
+    what requests and gradings made, not the imported modules of tornado, SQLAlchemy and
+    nbgrader."""
     gc.freeze()

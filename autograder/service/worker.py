@@ -32,7 +32,6 @@ def main(argv=None):
         signal.signal(sig, lambda *_: stopping.set())
     store, mirror = config.open_store(args, stopping)
     grading = config.start_grading(args, store, mirror)
-    config.started()
     config.log.info("grading worker %s: %d slot(s), db %s", grading.name, args.jobs,
                     store.where())
     while not stopping.wait(1.0):

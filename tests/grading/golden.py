@@ -64,8 +64,8 @@ reads_its_memory.py look for it; tests/grading/test_hostile.py checks every resu
 def corpus(course, listener_port=9):
     """``{group: {name: (exercise, notebook bytes)}}`` from the released ``course``;
     ``listener_port`` goes where a hostile answer says ``@LISTENER_PORT@`` (the default: a
-    port nobody listens on; learner code reaches no network anyway, and no result says
-    which port it tried)."""
+    port nobody listens on; as root, learner code reaches no network at all, and no result
+    says which port it tried)."""
     samples = {}
     for exercise in exercises.names():
         release_nb = released_notebook(course, exercise)
@@ -183,8 +183,9 @@ def _sandbox_run(replacement):
 def cli_run(group, subs, work):
     """The command line's run over one group (its ``main``, in this process so that
     :func:`fixed_digest` fixes the inputs' seed): ``{"exit": status, "stdout": text,
-    "out": Path of the results tree, "root": Path of the scratch folder, "outcomes": the
-    sandbox's :class:`Outcomes`}``. Samples are
+    "stderr": what was written to ``sys.stderr``, "out": Path of the results tree, "root":
+    Path of the scratch folder, "outcomes": the sandbox's :class:`Outcomes`}``. The hostile
+    group is graded with :data:`GRADER_SECRET` in the environment. Samples are
     handed in as an nbgrader tree (``out/<sample>/<exercise>/results.json``), hostile
     submissions flat (``out/<name>/results.json``)."""
     from autograder.__main__ import main

@@ -19,6 +19,7 @@ import pytest
 
 from autograder.sandbox.uids import LEASES, lease_uid
 from tests.course import REPO, grader_cli, nbgrader_env
+from tests.grading import golden
 from tests.grading.golden import GRADER_SECRET
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
@@ -26,7 +27,8 @@ from tests.grading.hostile_builders import BUILDERS
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
 EXPECTED.pop("_comment")
-LIMITS = ["--timeout", "10", "--memory-mib", "3072", "--jobs", "2"]
+SECONDS, MEMORY_MIB = golden.LIMITS["hostile"]  # the class's run (cli_runs) grades with them too
+LIMITS = ["--timeout", f"{SECONDS:g}", "--memory-mib", str(MEMORY_MIB), "--jobs", "2"]
 SANDBOX_UIDS = range(61000, 62000)
 ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
            Path("/etc/hostile-was-here"), Path("/run/lock/hostile-was-here"),
@@ -62,7 +64,8 @@ def sandbox_processes():
 
 @pytest.fixture(scope="module")
 def hostile(cli_runs):
-    """The class graded by the command line with the limits of :data:`LIMITS`, the same run
+    """The class graded by the command line (its ``main``, in this process) with
+    :data:`LIMITS`, the same run
     tests/grading/test_golden.py compares with its record (tests/grading/conftest.py:
     ``cli_runs``, with a listening server's port in the corpus and a secret in the
     grader's environment): ``(results folder, exit status, stdout, stderr)``."""
