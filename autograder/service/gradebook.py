@@ -205,7 +205,11 @@ class Book:
         when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.timezone.utc)
         notebook = Mirror.notebook_of(gb, exercise, [c.grade_id for c in result.checks])
         gb.update_or_create_student(learner)
-        gb.update_or_create_submission(exercise, learner, timestamp=when)
+        # nbgrader's add_submission reads the exercise's cells before it adds the new
+        # submission to the session; autoflushing there makes SQLAlchemy warn that the
+        # half-made rows are not in the session (they are added, whole, at its end)
+        with gb.db.no_autoflush:
+            gb.update_or_create_submission(exercise, learner, timestamp=when)
         submitted = gb.find_submission_notebook(notebook, exercise, learner)
         grades = _by_cell_name(gb, Grade, submitted)
         for check in result.checks:
