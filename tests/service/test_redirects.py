@@ -8,6 +8,7 @@ tornado server; the signed-in user is given (HubOAuth's hub round trip is what
 ``tests/hub/`` runs), the redirect is the handler's own.
 """
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote, urlsplit
 
 import pytest
@@ -63,8 +64,13 @@ async def _locations(nexts):
 
 @pytest.fixture(scope="module")
 def locations():
-    """next value -> (status, Location) the sign-in answers, for every TRICKS and KEPT."""
-    return asyncio.run(_locations(TRICKS + KEPT))
+    """next value -> (status, Location) the sign-in answers, for every TRICKS and KEPT.
+
+    Run on a thread of its own: when the session's shared Chromium is open (a browser
+    test ran just before on this worker), Playwright's loop counts as running on the
+    main thread and ``asyncio.run`` there refuses to start."""
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, _locations(TRICKS + KEPT)).result()
 
 
 @pytest.mark.parametrize("target", TRICKS)
