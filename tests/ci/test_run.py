@@ -45,8 +45,9 @@ def test_nothing_is_installed_when_every_tool_is_there(tmp_path):
 
 def test_only_chromium_is_installed_when_only_chromium_is_missing(tmp_path):
     """Node.js here does not come from Debian: Debian's npm must not be asked for."""
-    calls = run_ci(tmp_path, hidden=["/usr/bin/chromium"])
-    assert calls == ["apt-get update", "apt-get install -y --no-install-recommends chromium",
+    calls = run_ci(tmp_path, hidden=["/usr/bin/chromium-headless-shell"])
+    assert calls == ["apt-get update",
+                     "apt-get install -y --no-install-recommends chromium-headless-shell",
                      "make test"]
 
 
