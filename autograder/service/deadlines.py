@@ -14,6 +14,7 @@ import sys
 from nbgrader.api import Gradebook, MissingEntry
 
 from autograder.service import config
+from autograder.service.gradebook import update_or_create_submission
 
 
 def main(argv=None):
@@ -44,8 +45,8 @@ def main(argv=None):
             except MissingEntry:
                 p.error(f"{args.exercise} is not in the gradebook: release it first (make release)")
             gb.update_or_create_student(args.learner)
-            gb.update_or_create_submission(args.exercise, args.learner,
-                                           extension=datetime.timedelta(hours=args.hours))
+            update_or_create_submission(gb, args.exercise, args.learner,
+                                        extension=datetime.timedelta(hours=args.hours))
         for assignment in gb.assignments:
             print(f"{assignment.name}: due {assignment.duedate or 'never'}" + (" UTC" if assignment.duedate else ""))
             for s in assignment.submissions:

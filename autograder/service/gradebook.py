@@ -205,11 +205,7 @@ class Book:
         when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.timezone.utc)
         notebook = Mirror.notebook_of(gb, exercise, [c.grade_id for c in result.checks])
         gb.update_or_create_student(learner)
-        # nbgrader's add_submission reads the exercise's cells before it adds the new
-        # submission to the session; autoflushing there makes SQLAlchemy warn that the
-        # half-made rows are not in the session (they are added, whole, at its end)
-        with gb.db.no_autoflush:
-            gb.update_or_create_submission(exercise, learner, timestamp=when)
+        update_or_create_submission(gb, exercise, learner, timestamp=when)
         submitted = gb.find_submission_notebook(notebook, exercise, learner)
         grades = _by_cell_name(gb, Grade, submitted)
         for check in result.checks:
@@ -222,6 +218,18 @@ class Book:
         for comment in _by_cell_name(gb, Comment, submitted).values():
             comment.auto_comment = "No response." if unattempted else None
         self.notebooks.append((exercise, learner, notebook, row.notebook, when))
+
+
+def update_or_create_submission(gb, exercise, learner, **fields):
+    """nbgrader's ``Gradebook.update_or_create_submission`` without SQLAlchemy's warnings.
+
+    Its ``add_submission`` reads the exercise's cells before it adds the new submission
+    to the session; an autoflush there makes SQLAlchemy 2 warn (on stderr, every first
+    submission of a learner) that the half-made rows are not in the session. They are
+    added whole at its end, so the flush is held until then. Returns the
+    :class:`~nbgrader.api.SubmittedAssignment`."""
+    with gb.db.no_autoflush:
+        return gb.update_or_create_submission(exercise, learner, **fields)
 
 
 def _by_cell_name(gb, kind, submitted):

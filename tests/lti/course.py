@@ -13,6 +13,7 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.results import CheckResult, GradingResult
 from autograder.service.config import venv_tools_on_path
+from autograder.service.gradebook import update_or_create_submission
 from autograder.service.lateness import Deadlines
 from autograder.service.store import Caps, Store
 
@@ -57,8 +58,8 @@ class Course:
     def extend(self, learner, hours, exercise=EXERCISE):
         with Gradebook(self.gradebook_url) as gb:
             gb.update_or_create_student(learner)
-            gb.update_or_create_submission(exercise, learner,
-                                           extension=datetime.timedelta(hours=hours))
+            update_or_create_submission(gb, exercise, learner,
+                                        extension=datetime.timedelta(hours=hours))
 
     def deadlines(self):
         """A fresh reading of the due dates (the service's is cached for 5 s)."""

@@ -19,6 +19,7 @@ def deadlines(service, *args):
                            str(service.db), "--course", str(service.course), *args],
                           cwd=REPO, env=nbgrader_env(), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    assert not done.stderr  # nothing for the instructor to wonder about (a library's warning)
     time.sleep(CACHE_S + 0.5)  # the service rereads the gradebook's dates this often
     return done.stdout
 
