@@ -34,6 +34,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 from autograder import exercises
 from tests.course import release
@@ -219,17 +220,11 @@ def grader_environment(extra):
     if not extra:
         yield
         return
-    saved = {name: os.environ.get(name) for name in extra}
     sandbox.shared().stop()
-    os.environ.update(extra)
     try:
-        yield
+        with mock.patch.dict(os.environ, extra):
+            yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         sandbox.shared().stop()
 
 

@@ -20,7 +20,6 @@ import pytest
 from autograder.sandbox.uids import LEASES, lease_uid
 from tests.course import REPO, grader_cli, nbgrader_env
 from tests.grading import golden
-from tests.grading.golden import GRADER_SECRET
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
@@ -99,7 +98,7 @@ def test_no_learner_process_holds_a_secret_of_the_grader(hostile):
     out = hostile[0]
     printed = json.loads((out / "reads_its_memory" / "results.json").read_text())
     assert "found in memory:" in printed["extra_data"]["learner_output"]
-    leaked = [p.parent.name for p in out.glob("*/results.json") if GRADER_SECRET in p.read_text()]
+    leaked = [p.parent.name for p in out.glob("*/results.json") if golden.GRADER_SECRET in p.read_text()]
     assert leaked == []
 
 
