@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.sandbox import cgroups, wire
+from autograder.sandbox import cgroups, compile_cache, wire
 from autograder.sandbox.confine import HIDDEN, REPO, XLA_FLAGS, import_paths
 from autograder.sandbox.uids import Lease, kill_uid, lease_uid
 from autograder.sandbox.wire import Limits, Outcome
@@ -64,13 +64,15 @@ def run(request, limits=None, slot=0):
     """Run one request in a fresh limited process; return an :class:`Outcome`.
 
     ``request`` is ``{"exercise", "seed", "cells": [{"label", "source"}],
-    "memory_mib", "hide"}``; ``slot`` picks the sandbox uid (see
-    :func:`lease_uid`). Whatever learner code does is an Outcome; a failure of
+    "memory_mib", "hide"}``, to which the exercise's sealed compilation cache is added
+    where there is one (:func:`autograder.sandbox.compile_cache.for_request`); ``slot``
+    picks the sandbox uid (see :func:`lease_uid`). Whatever learner code does is an Outcome; a failure of
     the sandbox itself (the zygote died or hung, no learner process can run here)
     raises RuntimeError or OSError, which :func:`autograder.pipeline.grade_all`
     makes a grader fault: plain words for the learner, the reason for the instructor.
     """
     limits = limits or Limits()
+    request = {**compile_cache.for_request(request["exercise"]), **request}
     with lease_uid(slot) as lease:
         return shared().send(request, limits, lease)
 
