@@ -23,7 +23,6 @@ FIXTURES = {
     "tests.grading.conftest.cli_runs": {"grader"},
     "tests.grading.test_agreement.graded": {"grader", "nbgrader"},
     "tests.grading.test_exercises.graded": {"grader"},
-    "tests.grading.test_samples.graded": {"grader"},
     "tests.grading.test_samples.autograded": {"nbgrader"},
     "tests.service.test_roster.made_gradebook": {"nbgrader"},  # nbgrader db's commands
     "tests.grading.test_hostile.hostile": {"grader"},
@@ -55,6 +54,7 @@ NODES = {
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},
     "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},
+    "tests/grading/test_samples.py::test_rerun_grades_nothing_unchanged": {"grader"},
     "tests/grading/test_exercises.py::test_plain_python_reference": {"grader"},
     "tests/grading/test_exercises.py::test_nbgrader_autograde": {"nbgrader"},
     "tests/grading/test_hostile.py::test_escaped_children": {"grader"},
@@ -152,6 +152,9 @@ SHARED = {
     "tests/grading/test_golden.py::test_results_are_unchanged[service-samples.json]": "cli-samples",
     "tests/grading/test_golden.py::test_results_are_unchanged[gradescope-samples.json]": "cli-samples",
     "tests/grading/test_exercises.py::": "cli-samples",
+    **{f"tests/grading/test_samples.py::{test}": "cli-samples" for test in (
+        "test_command_reports", "test_sample_gets_expected_grade", "test_results_follow",
+        "test_feedback_says", "test_summary_matches")},
 }
 # Tests that each grade or autograde a corpus of their own, with nothing costly shared with
 # the rest of their module: a group each, so the two workers share them.

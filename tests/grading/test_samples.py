@@ -1,10 +1,13 @@
 """Every sample submission gets its expected grade, from both graders.
 
-The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer cells; each is put into the
-released notebook and handed in as an nbgrader ``submitted/`` tree. The
-tree is graded by ``python -m autograder``, and samples whose totals fix each check's points by
-``nbgrader autograde`` (tests/grading/helpers.py: one_per_check); both must give each
-sample its expected total.
+The samples (``autograder/exercises/update_with_donate/hidden/samples/*.py``) are answer
+cells; each is put into the released notebook and handed in as an nbgrader
+``submitted/`` tree. The command line's grades are the session's run over every
+exercise's samples (``cli_runs("samples")``, tests/grading/conftest.py: the run the golden
+results are compared with); ``nbgrader autograde`` grades the samples whose totals fix
+each check's points (tests/grading/helpers.py: one_per_check); both must give each sample
+its expected total. ``python -m autograder`` itself, as docs/instructors.md runs it on an
+nbgrader tree, grades two samples and keeps them on a rerun.
 """
 import csv
 import json
@@ -23,20 +26,13 @@ ALL_TESTS = [name for name, _, _ in hidden_tests(ASSIGNMENT)]
 TITLES = {title: name for name, title, _ in hidden_tests(ASSIGNMENT)}
 
 
-@pytest.fixture(scope="module")
-def course(released_course, tmp_path_factory):
-    """A private copy of the released course with the sample class handed in."""
-    course = copy_course(released_course, tmp_path_factory.mktemp("samples") / "course")
-    submitted_tree(course, course / "submitted")
-    return course
-
-
-@pytest.fixture(scope="module")
-def graded(course, tmp_path_factory):
-    """``(out_dir, completed process)`` after grading the whole sample class."""
-    out = tmp_path_factory.mktemp("grades")
-    proc = grader_cli(course / "submitted", "--out", out, "--timeout", "60")
-    return out, proc
+@pytest.fixture
+def graded(cli_runs):
+    """``(out_dir, run)``: the session's command-line run over every exercise's samples
+    (results in ``out_dir/<sample>/<exercise>/results.json``; ``run["stdout"]`` its
+    progress lines)."""
+    run = cli_runs("samples")
+    return run["out"], run
 
 
 # What nbgrader autograde grades: samples whose totals fix each check's points, and the one whose
@@ -59,10 +55,11 @@ def results(out, name, exercise=None):
 
 
 def test_command_reports_every_submission_and_exits_0(graded):
-    out, proc = graded
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.strip().splitlines()
-    assert sorted(line.split(":")[0] for line in lines) == sorted(f"{n}/{ASSIGNMENT}" for n in EXPECTED)
+    _, run = graded
+    assert run["exit"] == 0, run["stderr"]
+    names = [line.split(":")[0] for line in run["stdout"].splitlines()]
+    assert sorted(n for n in names if n.endswith(f"/{ASSIGNMENT}")) == sorted(
+        f"{n}/{ASSIGNMENT}" for n in EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -118,21 +115,31 @@ def test_feedback_names_each_compiled_helper_once():
 
 def test_summary_matches_results_on_disk(graded):
     out, _ = graded
-    rows = list(csv.DictReader((out / "summary.csv").open()))
+    rows = [r for r in csv.DictReader((out / "summary.csv").open()) if r["exercise"] == ASSIGNMENT]
     assert {(r["submission"], r["exercise"]): float(r["score"]) for r in rows} == {
         (name, ASSIGNMENT): results(out, name, ASSIGNMENT)["score"] for name in EXPECTED}
 
 
-def test_rerun_grades_nothing_unchanged(graded, course):
-    out, _ = graded
+def test_rerun_grades_nothing_unchanged(released_course, tmp_path):
+    """docs/instructors.md's command on an nbgrader tree, twice: the second run keeps
+    every result as it is."""
+    names = ("reference", "no_donation")
+    tree = submitted_tree(released_course, tmp_path / "submitted", names)
+    out = tmp_path / "out"
+    first = grader_cli(tree, "--out", out)
+    assert first.returncode == 0, first.stderr
+    assert sorted(line.split(":")[0] for line in first.stdout.splitlines()) == sorted(
+        f"{n}/{ASSIGNMENT}" for n in names)
+
     def mtimes():
-        return {n: (out / n / ASSIGNMENT / "results.json").stat().st_mtime_ns for n in EXPECTED}
+        return {n: (out / n / ASSIGNMENT / "results.json").stat().st_mtime_ns for n in names}
 
     before = mtimes()
-    proc = grader_cli(course / "submitted", "--out", out)
+    proc = grader_cli(tree, "--out", out)
     assert proc.returncode == 0
-    assert proc.stdout.count("unchanged, kept") == len(EXPECTED)
+    assert proc.stdout.count("unchanged, kept") == len(names)
     assert before == mtimes()
+    assert [results(out, n, ASSIGNMENT)["score"] for n in names] == [10, 6]
 
 
 def test_plain_python_files_are_graded(tmp_path):
