@@ -131,6 +131,7 @@ class Zygote:
     def __init__(self):
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
         self.cannot_run = None  # why no learner process could run, when none could
+        self.isolated = False  # whether learner processes get namespaces of their own (root)
         self.versions = {}  # exercise -> version of its grading the zygote preloaded
         self.retired = []  # (zygote, when) replaced by a newer one, closed a while later
 
@@ -190,6 +191,7 @@ class Zygote:
                 said = self.proc.stdout.readline().strip()
                 if said.split(" ", 1)[0] != "ready":
                     raise RuntimeError("the sandbox zygote did not start")
+                self.isolated = os.geteuid() == 0 and said == "ready"
                 if said != "ready":
                     log.warning("learner code runs WITHOUT network and mount isolation: %s",
                                 said[len("ready "):])
@@ -201,6 +203,13 @@ class Zygote:
             if self.cannot_run:
                 raise RuntimeError(self.cannot_run)
             return self.path
+
+    def isolates(self):
+        """Whether learner processes run as a sandbox uid in namespaces of their own (as
+        root, where ``unshare`` works), as the zygote found when it started. Raises as
+        :meth:`start` does."""
+        self.start()
+        return self.isolated
 
     def send(self, request, limits, lease):
         """Send one request; block until its :class:`Outcome`.

@@ -40,17 +40,12 @@ from importlib import metadata
 
 from autograder.defaults import CHECKOUT
 from autograder.sandbox.confine import CACHE_TARGET as TARGET
-from autograder.sandbox.confine import XLA_FLAGS, isolation_problem
+from autograder.sandbox.confine import XLA_FLAGS
 
 ROOT = CHECKOUT / ".cache" / "compile"
 """Sealed folders, one per exercise and version (:func:`key`); root's alone (0700)."""
 SEED = 20261206  # the warm-up's inputs: any seed (an entry is keyed by the module, not values)
 ENTRY_SUFFIX = "-cache"  # what JAX's file cache names an entry (jax/_src/lru_cache.py)
-
-
-def available():
-    """Whether learner processes here get a cache: as root, with mount namespaces."""
-    return os.geteuid() == 0 and isolation_problem() is None
 
 
 def key(exercise):
