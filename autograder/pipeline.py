@@ -30,15 +30,12 @@ instructor reads it. ``nbgrader autograde``'s kernels judge through
 import functools
 import hashlib
 import queue
-import shutil
 import time
 import traceback
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from autograder import exercises, judge, load, sandbox
-from autograder.sandbox import compile_cache
+from autograder import judge, sandbox
 from autograder.results import GradingResult
 
 
@@ -116,53 +113,6 @@ def prepare(exercises, private=None):
         sandbox.shared().launch(sorted(exercises))
 
 
-def warm_compile_cache(names, limits, slots=(0,)):
-    """Seal a compilation cache (:mod:`autograder.sandbox.compile_cache`) for each exercise
-    of ``names`` that has none, by grading its source notebook with a writable staging
-    folder, one warm-up per slot of ``slots`` at a time. Never raises: an exercise whose
-    warm-up fails has no cache, and its learners compile everything, as without one."""
-    todo = [e for e in sorted(names) if compile_cache.sealed(e) is None]
-    if todo and _isolated():  # elsewhere no learner process reads a cache
-        with ThreadPoolExecutor(len(slots)) as pool:
-            list(pool.map(_warm, todo, [limits] * len(todo),
-                          [slots[i % len(slots)] for i in range(len(todo))]))
-
-
-def _isolated():
-    """Whether learner processes get namespaces of their own here (False when the
-    zygote cannot start: each grading then says why)."""
-    try:
-        return sandbox.shared().isolates()
-    except (RuntimeError, OSError):
-        return False
-
-
-def _warm(exercise, limits, slot):
-    """One exercise's warm-up (:func:`warm_compile_cache`)."""
-    try:
-        folder = compile_cache.staging()
-    except OSError:
-        return
-    try:
-        sub = load.read(exercise, exercises.get(exercise).source, exercise=exercise)
-        request = {"exercise": exercise, "seed": compile_cache.SEED, "memory_mib": limits.memory_mib,
-                   "hide": [], "cells": [{"label": c.label, "source": c.source} for c in sub.cells],
-                   "compile_cache": folder, "compile_cache_writable": True}
-        if sandbox.run(request, limits, slot).status == "ok":
-            compile_cache.seal(folder, exercise)
-    except Exception:  # no cache for this exercise; grading goes on without one
-        pass
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def _repeated(subs):
-    """The exercises of which more than one of ``subs`` (loaded submissions) runs code: a
-    single one (Gradescope's upload) would pay for a warm-up it cannot use."""
-    counts = Counter(sub.exercise for sub in subs if not sub.unreadable and sub.attempted)
-    return [e for e, n in counts.items() if n > 1]
-
-
 class Progress:
     """What a run tells its caller as it goes; these do nothing (override to print)."""
 
@@ -217,8 +167,6 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
             progress.unchanged(sub, done)
         else:
             todo.append((sub, hex_digest))
-    if prepared is None:
-        warm_compile_cache(_repeated(sub for sub, _ in todo), limits, slots)
     progress.started(len(todo))
     free = queue.Queue()
     for slot in slots:

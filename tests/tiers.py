@@ -65,8 +65,6 @@ NODES = {
     "tests/grading/test_gradescope.py": {"grader"},
     "tests/grading/test_private_outputs.py": {"grader"},  # builds the zips, grades a walker
     "tests/grading/test_contained.py": {"grader"},
-    "tests/grading/test_compile_cache.py::test_a_sealed_cache": {"grader"},  # sandbox.run
-    "tests/grading/test_compile_cache.py::test_the_command_line_seals": {"grader"},
     "tests/grading/test_validate.py": {"nbgrader"},  # nbgrader validate's kernels
 }
 

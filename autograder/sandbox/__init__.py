@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.sandbox import cgroups, compile_cache, wire
+from autograder.sandbox import cgroups, wire
 from autograder.sandbox.confine import HIDDEN, REPO, XLA_FLAGS, import_paths
 from autograder.sandbox.uids import Lease, kill_uid, lease_uid
 from autograder.sandbox.wire import Limits, Outcome
@@ -64,15 +64,13 @@ def run(request, limits=None, slot=0):
     """Run one request in a fresh limited process; return an :class:`Outcome`.
 
     ``request`` is ``{"exercise", "seed", "cells": [{"label", "source"}],
-    "memory_mib", "hide"}``, to which the exercise's sealed compilation cache is added
-    where there is one (:func:`autograder.sandbox.compile_cache.for_request`); ``slot``
-    picks the sandbox uid (see :func:`lease_uid`). Whatever learner code does is an Outcome; a failure of
+    "memory_mib", "hide"}``; ``slot`` picks the sandbox uid (see
+    :func:`lease_uid`). Whatever learner code does is an Outcome; a failure of
     the sandbox itself (the zygote died or hung, no learner process can run here)
     raises RuntimeError or OSError, which :func:`autograder.pipeline.grade_all`
     makes a grader fault: plain words for the learner, the reason for the instructor.
     """
     limits = limits or Limits()
-    request = {**compile_cache.for_request(request["exercise"]), **request}
     with lease_uid(slot) as lease:
         return shared().send(request, limits, lease)
 
@@ -131,7 +129,6 @@ class Zygote:
     def __init__(self):
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
         self.cannot_run = None  # why no learner process could run, when none could
-        self.isolated = False  # whether learner processes get namespaces of their own (root)
         self.versions = {}  # exercise -> version of its grading the zygote preloaded
         self.retired = []  # (zygote, when) replaced by a newer one, closed a while later
 
@@ -191,7 +188,6 @@ class Zygote:
                 said = self.proc.stdout.readline().strip()
                 if said.split(" ", 1)[0] != "ready":
                     raise RuntimeError("the sandbox zygote did not start")
-                self.isolated = os.geteuid() == 0 and said == "ready"
                 if said != "ready":
                     log.warning("learner code runs WITHOUT network and mount isolation: %s",
                                 said[len("ready "):])
@@ -203,13 +199,6 @@ class Zygote:
             if self.cannot_run:
                 raise RuntimeError(self.cannot_run)
             return self.path
-
-    def isolates(self):
-        """Whether learner processes run as a sandbox uid in namespaces of their own (as
-        root, where ``unshare`` works), as the zygote found when it started. Raises as
-        :meth:`start` does."""
-        self.start()
-        return self.isolated
 
     def send(self, request, limits, lease):
         """Send one request; block until its :class:`Outcome`.

@@ -47,9 +47,6 @@ CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
 PR_SET_NO_NEW_PRIVS = 38
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
-# Where a learner's process sees its exercise's compilation cache (on its own /tmp):
-# autograder/sandbox/compile_cache.py.
-CACHE_TARGET = "/tmp/jax-compile-cache"
 
 
 def confine(request, limits, uid, scratch, log_path, write_fd):
@@ -69,16 +66,10 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     # Close every inherited descriptor (the grader's socket among them).
     os.closerange(3, write_fd)
     os.closerange(write_fd + 1, 65536)
-    # The exercise's compilation cache (:mod:`autograder.sandbox.compile_cache`): only in a
-    # mount namespace of its own, where it is bound read-only unless this is its warm-up.
-    cache = request.pop("compile_cache", None)
-    writable = request.pop("compile_cache_writable", False)
-    if uid is not None and _private_mounts(request.get("hide", ()), cache, writable):
+    if uid is not None and _private_mounts(request.get("hide", ())):
         scratch = "/tmp/work"  # on the fresh tmpfs: nothing else is there
         os.mkdir(scratch, 0o700)
         os.chown(scratch, uid, uid)
-        if cache:
-            request["jax_cache"] = {"dir": CACHE_TARGET, "writable": writable}
     os.chdir(scratch)
     os.environ.clear()
     os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin",
@@ -100,7 +91,7 @@ def import_paths():
     return [str(REPO), *sorted(site)]
 
 
-def _private_mounts(hide, cache=None, writable=False):
+def _private_mounts(hide):
     """Give the learner's process its own mount, network and IPC namespaces (root only).
 
     The network namespace has no interface up, so learner code reaches no
@@ -124,12 +115,7 @@ def _private_mounts(hide, cache=None, writable=False):
     # repository, so the package imports as ``autograder``); its hidden/ are covered below.
     needed = [(p, p) for p in import_paths() if p != str(REPO)] + mounts.interpreter_paths()
     needed.append((str(REPO / "autograder"), str(REPO / "autograder")))
-    keep = mounts.under(needed, covers)
-    if cache:
-        keep.append((CACHE_TARGET, os.path.realpath(cache)))
-    mounts.cover(lib, covers, keep)
-    if cache and not writable:
-        mounts.read_only(lib, CACHE_TARGET)
+    mounts.cover(lib, covers, mounts.under(needed, covers))
     for target in [*(str(REPO / p) for p in REPO_MOUNTS), *hide]:
         if os.path.isdir(target) and not os.path.islink(target):
             mounts.mount(lib, "tmpfs", target, "tmpfs", 0, SCRATCH)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 import autograder.exercises
-from autograder.sandbox import compile_cache, wire
+from autograder.sandbox import wire
 
 _shell = None  # IPython's shell, made once per zygote by preload()
 
@@ -118,7 +118,6 @@ def serve(request, reply_fd):
     module and the shell come from the fork.
     """
     reply = os.fdopen(reply_fd, "w")
-    compile_cache.configure(request)
     probe = autograder.exercises.get(request["exercise"]).probe()
     ns = shell().user_ns
     errors = run_cells(request["cells"], shell(), request.get("memory_mib"))

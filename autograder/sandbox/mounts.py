@@ -12,7 +12,6 @@ import ctypes
 import os
 import sys
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT = 0x1, 0x2, 0x4, 0x20
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 MNT_DETACH = 2
 STAGING = "/mnt"  # an existing folder outside every cover
@@ -66,12 +65,6 @@ def cover(lib, covers, keep):
         os.makedirs(where, mode=0o755, exist_ok=True)
         mount(lib, f"{STAGING}/{i}", where, None, MS_BIND | MS_REC, None)
     lib.umount2(STAGING.encode(), MNT_DETACH)
-
-
-def read_only(lib, target):
-    """Make the bind mount at ``target`` read-only (and without setuid or devices) in
-    this namespace; a process without CAP_SYS_ADMIN cannot make it writable again."""
-    mount(lib, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
 
 
 def make_root_private(lib):

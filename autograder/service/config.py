@@ -84,9 +84,6 @@ def start_grading(args, store, mirror):
     # One zygote for the process's lifetime, with every exercise's imports loaded.
     pipeline.prepare(exercises.names())
     limits = sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib)
-    # Before the first claim: every exercise's compilation cache, on this process's slots.
-    pipeline.warm_compile_cache(exercises.names(), limits,
-                                [args.slot_base + i for i in range(max(1, args.jobs))])
     grading = GradingThreads(store, mirror, limits, args.jobs, args.slot_base, args.lease,
                              args.recorded)
     freeze_start_up()
