@@ -1,6 +1,7 @@
 """The exercises after the first: release, samples graded by both graders.
 
-For each exercise in :data:`NEW` (every registered one after the first), the
+For each exercise in :data:`NEW` (every registered one after the first; the command
+line's grades of every exercise, :data:`ALL`, the first included), the
 sample answer cells in ``autograder/exercises/<exercise>/hidden/samples/`` are
 put into the released notebook and handed in as an nbgrader ``submitted/``
 tree. The command line's grades are the session's run over every exercise's
@@ -25,8 +26,9 @@ from tests.grading.helpers import (STOPPED, assert_phrases, expected, one_per_ch
 from tests.course import grader_cli
 from tests.grading.test_samples import results
 
-NEW = exercises.names()[1:]  # the first exercise's samples: tests/grading/test_samples.py
-SAMPLE_CASES = [(a, name) for a in NEW for name in sorted(expected(a))]
+ALL = exercises.names()
+NEW = ALL[1:]  # the first exercise's release and nbgrader run: tests/grading/test_samples.py
+SAMPLE_CASES = [(a, name) for a in ALL for name in sorted(expected(a))]
 
 
 @pytest.fixture
@@ -95,7 +97,7 @@ def test_graded_cells_match_hidden_tests(assignment):
     assert sum(points for _, points in graded_cells) == 10
 
 
-@pytest.mark.parametrize("assignment", NEW)
+@pytest.mark.parametrize("assignment", ALL)
 def test_command_reports_every_submission_and_exits_0(graded, assignment):
     _, code, lines = graded
     assert code == 0
@@ -117,7 +119,7 @@ def test_sample_gets_expected_grade(graded, assignment, name):
     assert_phrases(want, got, assignment)
 
 
-@pytest.mark.parametrize("assignment", NEW)
+@pytest.mark.parametrize("assignment", ALL)
 def test_feedback_says_what_was_checked_and_hides_test_source(graded, assignment):
     out = graded[0]
     source = Path(exercises.get(assignment).hidden().__file__).read_text()
