@@ -25,12 +25,15 @@ from autograder import exercises
 from autograder.judge import hidden_tests
 from autograder.load import instructor_cells
 from tests.course import REPO, grader_cli
+from tests.grading import golden
 from tests.grading.helpers import SAMPLES, expected, released_notebook, samples_dir, with_answer
 from tests.grading.hostile_builders import BUILDERS
 
 HOSTILE = Path(__file__).resolve().parent / "hostile"
 HOSTILE_EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
-HOSTILE_LIMITS = ["--timeout", "10", "--memory-mib", "3072"]  # as hostile/expected.json assumes
+# as hostile/expected.json assumes, and as the hostile golden files are graded
+HOSTILE_LIMITS = ["--timeout", f"{golden.LIMITS['hostile'][0]:g}", "--memory-mib",
+                  str(golden.LIMITS["hostile"][1])]
 VENV = Path(sys.executable).parent.parent
 # Gradescope's results.json fields (gradescope-autograders.readthedocs.io, "Autograder
 # Specifications": "Output format", "Controlling Test Case Visibility", "Output String Formatting").
