@@ -4,6 +4,7 @@ and axe-core's accessibility violations."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -62,12 +63,22 @@ def fail_on_other_dialogs(lab, name: str) -> None:
 
     def unexpected(dialog):
         print(f"JupyterLab showed a dialog: {dialog.inner_text()!r} (screenshot {name}.png)")
-        screenshot(lab, name)
+        screenshot(lab, name, failed=True)
         lab.close()
     lab.add_locator_handler(other, unexpected)
 
 
-def screenshot(page, name: str) -> Path:
+# Screenshots are for a person looking the site over (COURSE_SCREENSHOTS=all) and for a
+# failure; a full-page one costs Chromium up to a second, so a passing run takes none.
+EVERY_SHOT = os.environ.get("COURSE_SCREENSHOTS") == "all"
+
+
+def screenshot(page, name: str, *, failed: bool = False) -> Path | None:
+    """Save ``page`` (a page: all of it; a locator: that element) as
+    ``_build/screenshots/<name>.png`` when ``failed`` or with COURSE_SCREENSHOTS=all:
+    its path, else None."""
+    if not (failed or EVERY_SHOT):
+        return None
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     if hasattr(page, "goto"):

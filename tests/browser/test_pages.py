@@ -7,8 +7,6 @@ COURSE_SCREENSHOTS=all)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.book.sitebuild import LESSONS
@@ -19,9 +17,6 @@ from tests.browser.pages import axe_violations, screenshot
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
          "book/exercises/update_with_donate", "book/exercises/donation_report",
          "book/exercises/fix_training_loop", "book/exercises/silent_donation", "search"]
-# A full-page screenshot of each view costs about a second; taken where a view failed,
-# or of every view with COURSE_SCREENSHOTS=all (to look the site over by eye).
-EVERY_VIEW_SHOT = os.environ.get("COURSE_SCREENSHOTS") == "all"
 VIEWS = [("laptop-light", 1280, False), ("phone-dark", 390, True),
          ("laptop-dark", 1280, True), ("phone-light", 390, False)]
 
@@ -65,10 +60,10 @@ def test_page_in_the_browser(servers, open_page, page_name):
             for v in axe_violations(page):
                 failures.append(f"{view}: axe {v['impact']} {v['id']} ({v['help']}): {v['nodes']}")
         failures += [f"{view}: {p}" for p in watched.problems]
-        if len(failures) > before or EVERY_VIEW_SHOT:
-            shot = screenshot(page, f"{page_name.replace('/', '-')}-{view}")
-            if len(failures) > before:
-                failures.append(f"{view}: as it looked: {shot}")
+        failed = len(failures) > before
+        shot = screenshot(page, f"{page_name.replace('/', '-')}-{view}", failed=failed)
+        if failed:
+            failures.append(f"{view}: as it looked: {shot}")
     assert not failures, "\n".join(failures)
 
 
