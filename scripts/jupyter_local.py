@@ -45,8 +45,8 @@ import hashlib
 import json
 import os
 import secrets
-import shutil
 import sys
+import tempfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -184,6 +184,31 @@ def offer_new_version(rel: str, source: Path, target: Path, manifest: dict) -> N
     print(f"==> a new version of {target.name} is beside it: {offered.name}")
 
 
+# make book rewrites the workspace and the site's lesson notebooks at every build while a
+# JupyterLab or a server may be reading them: a file is written only when its bytes
+# change, whole, by a rename (a reader gets the old bytes or the new, never half).
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Make ``path`` hold ``data``: nothing when it already does, else a new file renamed
+    into place (its folders made). Returns whether it wrote. Raises OSError as writing does."""
+    path = Path(path)
+    try:
+        if path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
 def build_workspace(workspace: Path, lessons: Path, release: Path) -> list[Path]:
     """Copy lesson and exercise notebooks into ``workspace``; returns the notebooks there."""
     workspace.mkdir(parents=True, exist_ok=True)
@@ -207,10 +232,9 @@ def build_workspace(workspace: Path, lessons: Path, release: Path) -> list[Path]
             if rel.endswith(".ipynb") and _sha(source) != manifest[rel]:
                 offer_new_version(rel, source, target, manifest)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        write_if_changed(target, source.read_bytes())  # an open notebook is left alone
         manifest[rel] = _sha(target)
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    write_if_changed(manifest_path, json.dumps(manifest, indent=1, sort_keys=True).encode())
     return [workspace / rel for rel in wanted]
 
 

@@ -3,6 +3,7 @@ need once per session: a released copy of the nbgrader course, the site build, a
 Debian's Chromium. Paths and commands live in tests/course.py, the shared browser in
 tests/chromium.py."""
 import gc
+import os
 import shutil
 from pathlib import Path
 
@@ -28,6 +29,13 @@ def pytest_collection_finish(session):
     session: out of the garbage collector's sight (``gc.freeze``), so that the collections
     while in-process graders and services run walk only what the tests made."""
     gc.freeze()
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per core and one more. A fifth of a two-worker run's CPU
+    time was idle (/proc/stat every 5 s): its tests wait for servers to start, for time
+    limits and leases to run out, for Chromium and the hub; a third worker grades meanwhile."""
+    return (os.cpu_count() or 1) + 1
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -72,8 +80,8 @@ def built_site(pytestconfig) -> Path:
     """The course site, built (or brought up to date) once per test run with the strict,
     incremental command ``make book`` uses; fails with the build's log if it breaks.
     Returns ``_build/html``. Under ``make test`` the first worker to need it builds it and
-    the others find it built (a rebuild would rewrite files the course-site worker's pages
-    are reading: tests/tiers.py, SITE_NODES)."""
+    the others find it built (the course site's and the hub's workers read it meanwhile; an
+    unchanged build rewrites none of its pages: tests/book/test_book_build.py)."""
     from tests.book.sitebuild import HTML, build_book, build_lock
 
     run = getattr(pytestconfig, "workerinput", {}).get("testrunuid")

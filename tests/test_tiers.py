@@ -29,7 +29,7 @@ def test_each_tier_is_declared(pytestconfig):
 
 
 @pytest.mark.parametrize("nodeid,group", [
-    ("tests/hub/test_identity.py::test_unsigned_requests_are_refused", "course-site"),
+    ("tests/hub/test_identity.py::test_unsigned_requests_are_refused", "course-hub"),
     ("tests/book/test_serve.py::test_every_printed_url_answers[a::b]", "course-site"),
     ("tests/service/test_browser.py::test_submit_from_the_exercise_page", "course-site"),
     ("tests/book/test_drift.py::test_the_committed_drift_report_was_made_from_this_checkouts_"

@@ -119,7 +119,7 @@ def mark(config, items, pytest) -> None:
         unknown = tiers - slow
         if unknown:
             raise pytest.UsageError(f"tests/tiers.py names tiers pytest.ini does not declare: {unknown}")
-        if tiers & SITE_TIERS and group_of(item.nodeid) != "course-site":
+        if tiers & SITE_TIERS and group_of(item.nodeid) not in SITE:
             raise pytest.UsageError(f"{item.nodeid} builds or reads the course site: add its "
                                     "path to SITE_NODES in tests/tiers.py")
         for tier in sorted(tiers):
@@ -140,6 +140,12 @@ def mark(config, items, pytest) -> None:
 # stops (mark) when a test of those tiers lives anywhere else.
 SITE_NODES = ("tests/book/", "tests/browser/", "tests/hub/", "tests/service/test_browser.py")
 SITE_TIERS = {"book", "hub"}
+# The hub's tests are a group of their own (one hub per package: tests/hub/conftest.py),
+# beside the book's and the browser's: their make hub brings the built site up to date,
+# which writes only files whose bytes changed, each by a rename (book/_ext, scripts/),
+# so a page another worker is reading is never half written.
+SITE_GROUPS = {"tests/hub/": "course-hub"}
+SITE = ("course-site", *SITE_GROUPS.values())
 # Tests that read what one session fixture graded, from several modules, share a worker
 # (node id prefix -> group): the command line's run over each corpus (tests/grading/conftest.py).
 SHARED = {
@@ -163,13 +169,14 @@ ALONE = (
 
 def group_of(nodeid: str) -> str:
     """The ``make test`` worker group of the test ``nodeid``: ``course-site`` for the
-    tests under :data:`SITE_NODES`, the node itself for :data:`ALONE`, a
+    tests under :data:`SITE_NODES` (those under :data:`SITE_GROUPS` its group), the node itself for :data:`ALONE`, a
     :data:`SHARED` group, else its module (a module's fixtures are made once).
     From the node id alone: pytest-xdist's controller schedules by node id and never
     collects (conftest.py: pytest_xdist_make_scheduler)."""
     path = nodeid.split("::", 1)[0]
     if path.startswith(SITE_NODES):
-        return "course-site"
+        return next((g for prefix, g in SITE_GROUPS.items() if path.startswith(prefix)),
+                    "course-site")
     if nodeid.startswith(ALONE) and nodeid not in SHARED:
         return nodeid
     return next((group for prefix, group in SHARED.items() if nodeid.startswith(prefix)), path)
@@ -187,7 +194,7 @@ def start_order(nodeids) -> list[str]:
         counts[group] = counts.get(group, 0) + 1
 
     def rank(group):
-        if group == "course-site":
+        if group in SITE:
             return 0
         return 1 if group.startswith(ALONE) or group in SHARED.values() else 2
 

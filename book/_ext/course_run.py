@@ -31,7 +31,6 @@ import html
 import json
 import posixpath
 import re
-import shutil
 from pathlib import Path
 
 from sphinx.application import Sphinx
@@ -40,6 +39,7 @@ from sphinx.errors import ExtensionError
 from autograder import defaults  # standard library only
 from autograder.defaults import CHECKOUT as REPO
 from scripts import jupyter_local
+from scripts.jupyter_local import write_if_changed
 
 THEBE_LIB = REPO / "node_modules" / "thebe" / "lib"
 STATIC = REPO / "book" / "_static"
@@ -195,7 +195,9 @@ def link(env, docname: str, kind: str, target: str) -> tuple[str, str | None]:
 
 def lesson_notebook(app: Sphinx, docname: str) -> str:
     """Lesson ``docname`` (a MyST notebook) as .ipynb JSON text, without outputs,
-    its markdown as JupyterLab renders it (glued values from this build)."""
+    its markdown as JupyterLab renders it (glued values from this build). Its cells' ids
+    come from the page and the cell's place, not at random: an unchanged lesson gives the
+    same bytes, so a rebuild leaves its notebook (and the workspace's copy) alone."""
     import functools
 
     import jupytext
@@ -206,6 +208,8 @@ def lesson_notebook(app: Sphinx, docname: str) -> str:
     notebook.metadata.pop("jupytext", None)
     glue = read_glue_cache(app.env.mystnb_config.output_folder, docname)
     lab_notebook(notebook, Context(glue=glue, link=functools.partial(link, app.env, docname)))
+    for i, cell in enumerate(notebook.cells):
+        cell.id = hashlib.sha256(f"{docname}\0{i}".encode()).hexdigest()[:8]
     return jupytext.writes(notebook, fmt="ipynb")
 
 
@@ -215,15 +219,37 @@ def write_outputs(app: Sphinx, exception) -> None:
     out = Path(app.outdir)
     notebooks = out / NOTEBOOK_DIR
     notebooks.mkdir(parents=True, exist_ok=True)
+    # Only what changed is written, each file whole (jupyter_local.write_if_changed): pages served
+    # meanwhile (make serve, make hub, other test workers) never load half a file.
     for docname in sorted(app.env.found_docs):
         if docname.startswith(LESSON_PREFIX):
-            (notebooks / f"{docname[len(LESSON_PREFIX):]}.ipynb").write_text(
-                lesson_notebook(app, docname), encoding="utf-8")
-    _favicon(out / "favicon.ico")
-    target = out / "_static" / "thebe"
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.copytree(THEBE_LIB, target, ignore=shutil.ignore_patterns("*.map", "types", "*.d.ts", "*.txt"))
+            write_if_changed(notebooks / f"{docname[len(LESSON_PREFIX):]}.ipynb",
+                             lesson_notebook(app, docname).encode("utf-8"))
+    write_if_changed(out / "favicon.ico", _favicon())
+    sync_tree(THEBE_LIB, out / "_static" / "thebe", keep=_thebe_file)
+
+
+def sync_tree(source: Path, target: Path, keep=lambda path: True) -> None:
+    """Make ``target`` a copy of ``source``'s files for which ``keep(relative path)`` holds:
+    changed and new files written by ``write_if_changed``, files no longer in
+    ``source`` removed, unchanged ones left alone (the folder never disappears)."""
+    source, target = Path(source), Path(target)
+    wanted = {p.relative_to(source) for p in source.rglob("*")
+              if p.is_file() and keep(p.relative_to(source))}
+    for rel in sorted(wanted):
+        write_if_changed(target / rel, (source / rel).read_bytes())
+    for old in sorted(target.rglob("*"), reverse=True) if target.exists() else []:
+        rel = old.relative_to(target)
+        if old.is_file() and rel not in wanted:
+            old.unlink()
+        elif old.is_dir() and not any(old.iterdir()):
+            old.rmdir()
+
+
+def _thebe_file(rel: Path) -> bool:
+    """Whether thebe's file ``rel`` (relative to its lib/) is served: no source maps,
+    type declarations or licence texts."""
+    return not ("types" in rel.parts or rel.name.endswith((".map", ".d.ts", ".txt")))
 
 
 def defaults_script() -> str:
@@ -239,7 +265,7 @@ def write_defaults(app: Sphinx) -> None:
     if app.builder.format == "html":
         static = Path(app.outdir) / "_static"
         static.mkdir(parents=True, exist_ok=True)
-        (static / DEFAULTS_JS).write_text(defaults_script(), encoding="utf-8")
+        write_if_changed(static / DEFAULTS_JS, defaults_script().encode("utf-8"))
         # Until a make serve runs: scripts/serve.py writes its servers here while it runs,
         # and this again when it stops, so a page never asks for a file that is not there
         # (and a rebuild while it runs keeps what it wrote).
@@ -247,8 +273,11 @@ def write_defaults(app: Sphinx) -> None:
             (static / LOCAL_JSON).write_text(NO_LOCAL_SERVERS, encoding="utf-8")
 
 
-def _favicon(path: Path) -> None:
-    """A small icon at the site root: browsers ask for /favicon.ico (e.g. on the redirect page)."""
+def _favicon() -> bytes:
+    """A small icon at the site root (ICO bytes): browsers ask for /favicon.ico (e.g. on the
+    redirect page)."""
+    import io
+
     from PIL import Image, ImageDraw
 
     image = Image.new("RGBA", (32, 32), (0, 0, 0, 0))
@@ -256,7 +285,9 @@ def _favicon(path: Path) -> None:
     draw.rounded_rectangle((1, 1, 30, 30), radius=6, fill=(17, 119, 187, 255))
     draw.rectangle((9, 14, 22, 18), fill=(255, 255, 255, 255))  # an arrow: input -> output
     draw.polygon([(20, 9), (28, 16), (20, 23)], fill=(255, 255, 255, 255))
-    image.save(path, format="ICO", sizes=[(32, 32)])
+    data = io.BytesIO()
+    image.save(data, format="ICO", sizes=[(32, 32)])
+    return data.getvalue()
 
 
 def static_changed(app: Sphinx, env, added, changed, removed) -> list[str]:

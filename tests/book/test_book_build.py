@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -37,6 +38,22 @@ def tiny_book(tmp_path, body: str):
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: page\n", encoding="utf-8")
     (tmp_path / "page.md").write_text(NOTEBOOK_HEADER + textwrap.dedent(body), encoding="utf-8")
     return tmp_path
+
+
+def book_copy(root):
+    """The book's sources as a clone has them, in ``root``, with what make made beside
+    them copied: the released exercises the exercise pages offer, and the built site's
+    execution cache (``_build/.jupyter_cache``). Returns ``root``."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                             "_config.yml", "_toc.yml", "book"], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout
+    for name in filter(None, listed.split("\n")):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    for made in ("exercises/release", "_build/.jupyter_cache"):
+        shutil.copytree(REPO / made, root / made)
+    return root
 
 
 CLAIM = """
@@ -147,15 +164,39 @@ def test_a_rule_named_in_prose_that_no_page_asserted_fails_the_build(tmp_path):
 
 
 @pytest.mark.usefixtures("built_site")
-def test_a_rebuild_with_nothing_changed_executes_no_notebook():
+def test_a_rebuild_with_nothing_changed_executes_no_notebook(built_site, tmp_path):
     # `--all` makes Sphinx re-read every page, so each lesson goes through
     # myst-nb again; with unchanged code the jupyter-cache must answer for it.
-    result = build_book(REPO, "--all")
+    # It rewrites every page, so it runs in a copy of the book with the site's cache:
+    # the served site's pages are read meanwhile (the hub's tests, on another worker).
+    result = build_book(book_copy(tmp_path), "--all")
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-4000:]
     assert "Executing notebook" not in log, "a rebuild re-executed a lesson"
     for lesson in LESSONS:
         assert f"book/lessons/{lesson}.md: Using cached notebook" in log, lesson
+
+
+# What an unchanged build still writes into the site: Sphinx's stylesheet for highlighted
+# code (at every build), and the rules artefact and the lessons' rule helper (at every build,
+# book/_ext/rules_site.py; the artefact by a rename).
+REWRITTEN = {"_static/pygments.css", "_static/rules.json", "_notebooks/lessons/course_rules.py"}
+
+
+def test_an_unchanged_build_leaves_the_served_site_alone(built_site):
+    """make hub and make serve build the site while other servers serve it (and, under
+    make test, other workers' pages load it): with nothing changed, no page, script,
+    notebook or folder of it is written again."""
+    def files():
+        return {p.relative_to(built_site).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
+                for p in built_site.rglob("*") if p.is_file()}
+
+    before = files()
+    result = build_book(REPO)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    after = files()
+    assert set(after) == set(before)
+    assert {rel for rel in after if after[rel] != before[rel]} <= REWRITTEN
 
 
 def test_a_later_page_gets_a_fresh_kernel_for_jax_num_cpu_devices(passing_book):

@@ -1,5 +1,6 @@
 """`make book`'s learner workspace (scripts/jupyter_local.py ``build_workspace``):
-regenerated from the site, but a notebook the learner edited is kept."""
+regenerated from the site, but a notebook the learner edited is kept, and an unchanged
+file is not written again."""
 import json
 
 from scripts import jupyter_local
@@ -66,3 +67,23 @@ def test_a_new_release_of_an_edited_notebook_is_offered_beside_it(tmp_path):
     offered.write_text(json.dumps(took))
     _build(tmp_path, "third")  # a copy the learner worked in is kept too
     assert json.loads(offered.read_text())["cells"][1]["source"] == ["my answer, moved"]
+
+
+def test_an_unchanged_rebuild_writes_no_file_and_a_change_arrives_whole(tmp_path):
+    """make book runs while JupyterLab or a server reads the workspace: an unchanged
+    file is left alone (same inode, so an open notebook sees no change on disk), a
+    changed one is a new file renamed into place, readable by everyone."""
+    _build(tmp_path, "first")
+    workspace = tmp_path / "ws"
+    def files():
+        return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in workspace.rglob("*")
+                if p.is_file()}
+
+    before = files()
+    _build(tmp_path, "first")
+    assert files() == before
+    _build(tmp_path, "second")
+    notebook = workspace / "lessons" / "one.ipynb"
+    assert notebook.stat().st_ino != before[notebook][0]
+    assert notebook.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in notebook.parent.iterdir()) == ["one.ipynb"]  # no temporary left
