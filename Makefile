@@ -109,8 +109,9 @@ hub: book
 	@cd "$(HUB_STATE)" && HUB_STATE="$(HUB_STATE)" PATH="$(CURDIR)/$(BIN):$$PATH" \
 	  $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/hub.py
 
-# One pytest-xdist worker per core; tests that share a build or a module's fixtures
-# stay on one worker (tests/tiers.py: group_of; tests/conftest.py: the scheduler). The
+# One pytest-xdist worker per core and one more (tests/conftest.py: the suite waits a
+# fifth of its time); tests that share a build or a module's fixtures stay on one worker
+# (tests/tiers.py: group_of; tests/conftest.py: the scheduler). The
 # 30 slowest steps are listed at the end: where the suite's time goes, run by run.
 test: release $(NODE_DEPS)
 	@echo "==> running the test suite"
