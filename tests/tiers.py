@@ -160,7 +160,7 @@ SHARED = {
     "tests/grading/test_samples.py::test_summary_matches": "cli-samples",
 }
 # Tests that each grade or autograde a corpus of their own, with nothing costly shared with
-# the rest of their module: a group each, so the two workers share them.
+# the rest of their module: a group each, so the workers share them.
 ALONE = (
     "tests/grading/test_golden.py::test_results_are_unchanged[",
     "tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[",

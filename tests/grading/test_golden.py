@@ -4,7 +4,7 @@ submission (:mod:`tests.grading.golden` says what is captured and normalised).
 
 After an intended change of results, ``python -m tests.grading.golden`` records
 them again; review the diff of ``tests/grading/golden/`` as the change itself.
-Each file is captured by its own test, so ``make test``'s two workers share the
+Each file is captured by its own test, so ``make test``'s workers share the
 doors (tests/tiers.py: group_of); the command line's runs are the session's
 (``cli_runs``), which other modules read too. The samples run in the sandbox once, in
 the command line's run: the other doors grade them with its outcomes (:data:`SHARED`).
