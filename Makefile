@@ -90,7 +90,9 @@ book: release $(NODE_DEPS)
 	@JAX_PLATFORMS=cpu TF_CPP_MIN_LOG_LEVEL=3 $(BUILD_LOCK) $(BIN)/$(call default,SITE_BUILD) \
 	  > _build/logs/book.log 2>&1 || { tail -n 40 _build/logs/book.log; echo "==> the site build failed: _build/logs/book.log"; exit 1; }
 	@echo "==> site built in _build/html (make serve serves it with the course's servers)"
-	@$(BIN)/python scripts/jupyter_local.py workspace
+	@# The workspace copies what the build wrote: under the same lock, so another build
+	@# (make hub's or make serve's in the same checkout) never rewrites it meanwhile.
+	@$(BUILD_LOCK) $(BIN)/python scripts/jupyter_local.py workspace
 
 serve: book
 	@echo "==> starting the course servers (Ctrl-C stops them all)"

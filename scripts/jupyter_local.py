@@ -189,19 +189,27 @@ def offer_new_version(rel: str, source: Path, target: Path, manifest: dict) -> N
 # change, whole, by a rename (a reader gets the old bytes or the new, never half).
 def write_if_changed(path: Path, data: bytes) -> bool:
     """Make ``path`` hold ``data``: nothing when it already does, else a new file renamed
-    into place (its folders made). Returns whether it wrote. Raises OSError as writing does."""
+    into place (its folders made), with the owner and mode of the file it replaces (0644
+    for a new one; a workspace that ``sudo make hub`` updates stays its user's). Returns
+    whether it wrote. Raises OSError as writing does."""
     path = Path(path)
     try:
         if path.read_bytes() == data:
             return False
+        old = path.stat()
     except OSError:
-        pass
+        old = None
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, old.st_mode & 0o7777 if old else 0o644)
+        if old and (old.st_uid, old.st_gid) != (os.geteuid(), os.getegid()):
+            try:
+                os.chown(tmp, old.st_uid, old.st_gid)
+            except PermissionError:  # only root gives a file away; others write their own
+                pass
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -32,10 +32,14 @@ def pytest_collection_finish(session):
 
 
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker per core and one more. A fifth of a two-worker run's CPU
+    """``-n auto``: one worker more than pytest-xdist's own count (its cores), unless
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says how many. A fifth of a two-worker run's CPU
     time was idle (/proc/stat every 5 s): its tests wait for servers to start, for time
     limits and leases to run out, for Chromium and the hub; a third worker grades meanwhile."""
-    return (os.cpu_count() or 1) + 1
+    from xdist import plugin
+
+    said = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "").strip().isdigit()
+    return plugin.pytest_xdist_auto_num_workers(config) + (0 if said else 1)
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -87,3 +87,19 @@ def test_an_unchanged_rebuild_writes_no_file_and_a_change_arrives_whole(tmp_path
     assert notebook.stat().st_ino != before[notebook][0]
     assert notebook.stat().st_mode & 0o777 == 0o644
     assert sorted(p.name for p in notebook.parent.iterdir()) == ["one.ipynb"]  # no temporary left
+
+
+def test_a_replaced_file_keeps_its_owner_and_mode(tmp_path):
+    """``sudo make hub`` in a checkout whose user already has a workspace: a notebook it
+    updates stays the user's, as it was (root gives it back; anyone else writes their own)."""
+    import os
+
+    path = tmp_path / "one.ipynb"
+    path.write_text("old")
+    os.chmod(path, 0o600)
+    owner = (65534, 65534) if os.geteuid() == 0 else (os.geteuid(), os.getegid())
+    if os.geteuid() == 0:
+        os.chown(path, *owner)
+    assert jupyter_local.write_if_changed(path, b"new")
+    assert path.read_bytes() == b"new"
+    assert (path.stat().st_uid, path.stat().st_gid, path.stat().st_mode & 0o777) == (*owner, 0o600)
