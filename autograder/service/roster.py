@@ -16,7 +16,7 @@ course (no hub user yet) as learners who never signed in.
 import re
 from dataclasses import dataclass, field
 
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, InvalidEntry
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,20 @@ def enroll(url, names, lms_names=None):
         for name in names:
             shown = csv_safe(lms_names[name]) if lms_names.get(name) else None
             if name in added or (shown and known.get(name) != shown):
-                gb.update_or_create_student(name, **({"last_name": shown} if shown else {}))
+                _student(gb, name, {"last_name": shown} if shown else {})
     return added
+
+
+def _student(gb, name, fields):
+    """nbgrader's ``update_or_create_student``, once more when another writer added
+    ``name`` after this one looked (a grading worker's gradebook mirror records a grade
+    meanwhile, in another process): nbgrader then raises InvalidEntry for the duplicate
+    row, and the second call finds the student and updates it."""
+    try:
+        gb.update_or_create_student(name, **fields)
+    except InvalidEntry:
+        gb.db.rollback()
+        gb.update_or_create_student(name, **fields)
 
 
 def csv_safe(text):

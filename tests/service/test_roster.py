@@ -87,3 +87,31 @@ def test_the_csv_lists_every_hub_learner_and_no_instructor(gradebook):
     students = {line.split(",")[3] for line in text.splitlines()[1:]}
     assert text.splitlines()[0].split(",")[3] == "student_id"
     assert students == {"ada", "bob", "cy", "dee"}
+
+
+def test_a_learner_another_process_adds_meanwhile_is_enrolled_not_refused(tmp_path, monkeypatch):
+    """The class CSV enrols every learner while a separate worker's gradebook mirror may
+    add the same one (its grade) between enroll's look and its write: a duplicate, which
+    nbgrader refuses, must not make the CSV a 500."""
+    from nbgrader.api import Gradebook
+
+    from autograder.service import roster
+    from tests.course import nbgrader_env
+
+    monkeypatch.setenv("PATH", nbgrader_env()["PATH"])  # a new gradebook runs the venv's alembic
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    Gradebook(url).close()
+    real = Gradebook.add_student
+    raced = []
+
+    def the_mirror_first(gb, name, **fields):
+        if not raced:  # the other process's insert lands after nbgrader looked for her
+            raced.append(name)
+            with Gradebook(url) as other:
+                real(other, name)
+        return real(gb, name, **fields)
+
+    monkeypatch.setattr(Gradebook, "add_student", the_mirror_first)
+    assert roster.enroll(url, ["ada"], {"ada": "Ada L."}) == ["ada"]
+    with Gradebook(url) as gb:
+        assert [(s.id, s.last_name) for s in gb.students] == [("ada", "Ada L.")]
