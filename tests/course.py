@@ -65,6 +65,18 @@ def grader_cli(*args, cwd=REPO, env=None, timeout=600, wait=True):
                           timeout=timeout)
 
 
+def copy_tracked(root, *paths):
+    """The checkout's files as a clone has them (git's tracked files and the untracked ones
+    it does not ignore; only under ``paths`` when given), copied into ``root``: ``root``."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                             *paths], cwd=REPO, check=True, capture_output=True, text=True).stdout
+    for name in filter(None, listed.split("\n")):
+        if (REPO / name).is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, root / name)
+    return root
+
+
 def copy_course(course, target):
     """A private copy of ``course`` at ``target``, for a test that writes into it:
     the shared course stays as released, so every test passes alone and in any order."""

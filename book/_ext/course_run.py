@@ -229,7 +229,7 @@ def write_outputs(app: Sphinx, exception) -> None:
     sync_tree(THEBE_LIB, out / "_static" / "thebe", keep=_thebe_file)
 
 
-def sync_tree(source: Path, target: Path, keep=lambda path: True) -> None:
+def sync_tree(source: Path, target: Path, keep) -> None:
     """Make ``target`` a copy of ``source``'s files for which ``keep(relative path)`` holds:
     changed and new files written by ``write_if_changed``, files no longer in
     ``source`` removed, unchanged ones left alone (the folder never disappears)."""

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import textwrap
 
 import pytest
 import yaml
 
 from autograder import exercises
+from tests.course import copy_tracked
 
 from .sitebuild import LESSONS, REPO, build_book, build_lock
 
@@ -46,13 +46,7 @@ def book_copy(root):
     """The book's sources as a clone has them, in ``root``, with what make made beside
     them copied: the released exercises the exercise pages offer, and the built site's
     execution cache (``_build/.jupyter_cache``). Returns ``root``."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
-                             "_config.yml", "_toc.yml", "book"], cwd=REPO, check=True,
-                            capture_output=True, text=True).stdout
-    for name in filter(None, listed.split("\n")):
-        if (REPO / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
+    copy_tracked(root, "_config.yml", "_toc.yml", "book")
     # the registered exercises' releases only: the hub's tests add one for a while
     made = [f"exercises/release/{name}" for name in exercises.names()]
     for folder in (*made, "_build/.jupyter_cache"):

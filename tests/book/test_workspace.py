@@ -2,6 +2,7 @@
 regenerated from the site, but a notebook the learner edited is kept, and an unchanged
 file is not written again."""
 import json
+import os
 
 from scripts import jupyter_local
 
@@ -92,8 +93,6 @@ def test_an_unchanged_rebuild_writes_no_file_and_a_change_arrives_whole(tmp_path
 def test_a_replaced_file_keeps_its_owner_and_mode(tmp_path):
     """``sudo make hub`` in a checkout whose user already has a workspace: a notebook it
     updates stays the user's, as it was (root gives it back; anyone else writes their own)."""
-    import os
-
     path = tmp_path / "one.ipynb"
     path.write_text("old")
     os.chmod(path, 0o600)

@@ -5,13 +5,11 @@ hidden/samples/``, with their expected grades in ``expected.json``.
 Every function takes the assignment, defaulting to the first exercise.
 """
 import json
-import shutil
 import socket
-import subprocess
 import threading
 
 from autograder import exercises
-from tests.course import BIN, REPO
+from tests.course import BIN, REPO, copy_tracked
 
 ASSIGNMENT = "update_with_donate"
 
@@ -108,13 +106,7 @@ def submitted_tree(course, root, names=None, assignment=ASSIGNMENT):
 def checkout(root):
     """Copy the course's files as a clone has them into ``root``, with the shared .venv
     beside them (as ``make`` leaves it): where the README's commands run from."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
-                             "autograder", "exercises"], cwd=REPO, check=True,
-                            capture_output=True, text=True).stdout.split("\n")
-    for name in filter(None, listed):
-        if (REPO / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
+    copy_tracked(root, "autograder", "exercises")
     (root / ".venv").symlink_to(BIN.parent)
     return root
 

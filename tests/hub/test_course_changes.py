@@ -15,7 +15,6 @@ import io
 import os
 import re
 import shutil
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.service.lateness import CACHE_S
-from tests.course import REPO, nbgrader
+from tests.course import REPO, copy_tracked, nbgrader
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, released_notebook, with_answer
 from tests.hub.running import WAIT_S, Signed, running_hub
 from tests.service.test_course_changes import TESTS, VALUES, _add_check, _command
@@ -35,12 +34,7 @@ ROW = re.compile(r'<tr data-state="[^"]*"><th scope="row" class="learner"><a [^>
 def _copy_checkout(root: Path) -> Path:
     """This checkout's files as a clone has them, in ``root``; its virtual environment,
     npm packages and built site linked (read only by the hub)."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-                            cwd=REPO, check=True, capture_output=True, text=True).stdout
-    for name in filter(None, listed.split("\n")):
-        if (REPO / name).is_file():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, root / name)
+    copy_tracked(root)
     for linked in (".venv", "node_modules", "_build"):
         (root / linked).symlink_to(REPO / linked)
     return root
