@@ -13,7 +13,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder.defaults import CHECKOUT as REPO
-from autograder.service import class_plots
 from autograder.service.lateness import duration_words
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -58,6 +57,10 @@ def _out_of_date(sentences):
 
 
 def _exercise(name, ex):
+    # Imported here: matplotlib takes about half a second of every API process's start,
+    # and most processes never draw the class page.
+    from autograder.service import class_plots
+
     learners = ex["learners"]
     started = sum(1 for r in learners if r["submissions"])
     graded = len(ex["scores"])

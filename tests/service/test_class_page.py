@@ -145,3 +145,17 @@ def test_lesson_runs_are_counted_per_learner_and_shown_in_progress(store):
     data = class_stats.class_data(store, "best")
     assert data["progress"]["bob"] == {"exercises": {}, "lessons": {"state_tree": {"runs": 1, "last_at": 15.0}}}
     assert "lifetimes (2\u00d7)" in class_page.render(data)
+
+
+def test_an_api_process_imports_matplotlib_only_to_draw_the_page():
+    """The plots' matplotlib (about half a second of CPU) is imported when the class page
+    is first drawn, not by every grading service and worker at start."""
+    import subprocess
+    import sys
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, autograder.service.app, autograder.service.worker; "
+         "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'matplotlib'))"],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"
