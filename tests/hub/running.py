@@ -22,6 +22,7 @@ import psutil
 import pytest
 import requests
 
+from autograder.learner_submit import HOLD_S
 from tests.course import REPO, nbgrader_env
 from tests.hub.accounts import Account
 
@@ -137,7 +138,8 @@ def running_hub(accounts, released_course, root, repo=REPO, make=("make", "hub")
     env = dict(nbgrader_env(repo), PORT=public, HUB_API_PORT=hub_api, PROXY_API_PORT=proxy_api,
                GRADER_PORT=grader, SITE_PORT=site, HUB_STATE=str(root / "state"),
                GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
-               GRADER_JOBS="1", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
+               # two slots, as make hub's default gives on two cores (at most 8 apart)
+               GRADER_JOBS="2", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
                HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
     env.update(extra)
     hub = Hub(root, env, repo, make)
@@ -179,12 +181,15 @@ class Signed:
         return json_of(reply)["id"]
 
     def wait_done(self, sub_id):
+        """Submission ``sub_id`` once graded, polled as the learner's notebook polls: each
+        poll held by the service until it is graded or ``HOLD_S`` passed (``?wait=``)."""
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
-            sub = json_of(self.grader("GET", f"api/submissions/{sub_id}"))
+            sub = json_of(self.grader("GET", f"api/submissions/{sub_id}?wait={HOLD_S:g}"))
             if sub["status"] == "done":
                 return sub
-            time.sleep(1)
+            if sub["status"] not in ("queued", "running"):  # what no hold waits out
+                pytest.fail(f"submission {sub_id}: {sub['status']}")
         pytest.fail(f"submission {sub_id} was not graded")
 
 
