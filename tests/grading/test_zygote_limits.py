@@ -12,17 +12,20 @@ from autograder.sandbox import stack_at_hard_limit
 SHOW = "import resource; print(*resource.getrlimit(resource.RLIMIT_STACK))"
 
 
+# Sets the soft stack limit, then becomes the command: what a shell's `ulimit -s` does to
+# the grader it starts (a preexec_fn would fork this process, which holds JAX's threads).
+AS_CALLER = ("import os, resource, sys; resource.setrlimit(resource.RLIMIT_STACK, "
+             "(int(sys.argv[1]), int(sys.argv[2]))); os.execv(sys.argv[3], sys.argv[3:])")
+
+
 def test_the_zygote_starts_at_the_hard_stack_limit_whatever_the_callers_soft_one():
     hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
     lowered = 8 * 2**20 if hard == resource.RLIM_INFINITY else min(hard, 8 * 2**20) // 2
 
-    def caller_limit():  # what a shell's `ulimit -s 8192` gives the grader
-        resource.setrlimit(resource.RLIMIT_STACK, (lowered, hard))
+    def as_caller(code):
+        return subprocess.run([sys.executable, "-I", "-c", AS_CALLER, str(lowered), str(hard),
+                               sys.executable, "-I", "-c", code],
+                              capture_output=True, text=True, check=True).stdout.split()
 
-    plain = subprocess.run([sys.executable, "-I", "-c", SHOW], preexec_fn=caller_limit,
-                           capture_output=True, text=True, check=True).stdout.split()
-    shimmed = subprocess.run([sys.executable, "-I", "-c", stack_at_hard_limit(SHOW)],
-                             preexec_fn=caller_limit, capture_output=True, text=True,
-                             check=True).stdout.split()
-    assert plain == [str(lowered), str(hard)]
-    assert shimmed == [str(hard), str(hard)]
+    assert as_caller(SHOW) == [str(lowered), str(hard)]
+    assert as_caller(stack_at_hard_limit(SHOW)) == [str(hard), str(hard)]
