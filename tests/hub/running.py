@@ -23,6 +23,7 @@ import pytest
 import requests
 
 from autograder.learner_submit import HOLD_S
+from autograder.service.waiting import WAITING
 from tests.course import REPO, nbgrader_env
 from tests.hub.accounts import Account
 
@@ -188,7 +189,7 @@ class Signed:
             sub = json_of(self.grader("GET", f"api/submissions/{sub_id}?wait={HOLD_S:g}"))
             if sub["status"] == "done":
                 return sub
-            if sub["status"] not in ("queued", "running"):  # what no hold waits out
+            if sub["status"] not in WAITING:  # what no hold waits out
                 pytest.fail(f"submission {sub_id}: {sub['status']}")
         pytest.fail(f"submission {sub_id} was not graded")
 
