@@ -41,7 +41,7 @@ from pathlib import Path
 from jupyterhub.utils import subdomain_hook_idna
 
 from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting as setting
-from deploy.hub import course_spawner
+from deploy.hub import course_spawner, proxy
 
 c = get_config()  # noqa: F821
 
@@ -72,7 +72,7 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(setting("HUB_API_PORT"))
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
-c.ConfigurableHTTPProxy.command = [str(REPO / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.command = proxy.command()  # configurable-http-proxy, kept alive to servers
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setting('PROXY_API_PORT')}"
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 
