@@ -214,10 +214,51 @@
     return (await reply.json()).filter(function (s) { return s.path === path; });
   }
 
+  /* A page that goes sends its kernel's DELETE as it leaves (shutDownOnLeave) and
+   * notes the session here; the page that follows (a reload, another tab of it) waits
+   * for that DELETE to land instead of sending a second one: two DELETEs of one
+   * session cross, and the loser's 404 carries no CORS header (a console error). */
+  var LEAVING = "course-run-leaving:";
+  var LEAVING_MS = 30000;
+
+  function leavingSince(id) {
+    try { return Number(window.localStorage.getItem(LEAVING + id)) || 0; } catch (e) { return 0; }
+  }
+
+  function noteLeaving(id, when) {
+    try {
+      if (when) window.localStorage.setItem(LEAVING + id, String(when));
+      else window.localStorage.removeItem(LEAVING + id);
+    } catch (e) { /* storage off: the next page may then send a second DELETE */ }
+  }
+
+  function forgetOldNotes() {
+    try {
+      Object.keys(window.localStorage).forEach(function (key) {
+        if (key.indexOf(LEAVING) === 0 && Date.now() - leavingSince(key.slice(LEAVING.length)) >= LEAVING_MS) {
+          window.localStorage.removeItem(key);
+        }
+      });
+    } catch (e) { /* storage off: nothing was noted */ }
+  }
+
+  /* The sessions at ``path`` once those a leaving page is deleting are gone (waiting at
+   * most LEAVING_MS from its note). */
+  async function sessionsLeftBehind(base, token, path) {
+    var found = await pageSessions(base, token, path);
+    while (found.some(function (s) { return Date.now() - leavingSince(s.id) < LEAVING_MS; })) {
+      await new Promise(function (r) { setTimeout(r, 250); });
+      found = await pageSessions(base, token, path);
+    }
+    forgetOldNotes();
+    return found;
+  }
+
   async function shutDownPageKernels(base, token, path) {
-    // A DELETE can cross the one a closing page sent (its 404 carries no CORS header,
-    // so fetch rejects it): ignore it, and look again.
-    await Promise.all((await pageSessions(base, token, path)).map(function (s) {
+    // A DELETE can still cross one a closing page sent without a note (its 404 carries
+    // no CORS header, so fetch rejects it): ignore it, and look again.
+    await Promise.all((await sessionsLeftBehind(base, token, path)).map(function (s) {
+      noteLeaving(s.id, 0);
       return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" }).catch(function () {});
     }));
     if ((await pageSessions(base, token, path)).length) {
@@ -230,6 +271,7 @@
     var mine = (await pageSessions(base, token, path))[0];
     if (!mine) return;
     window.addEventListener("pagehide", function () {
+      noteLeaving(mine.id, Date.now());
       fetch(sessionsUrl(base, token, mine.id), { method: "DELETE", keepalive: true }).catch(function () {});
     });
     // Back to this page from the browser's cache: its kernel is gone, so start over.
