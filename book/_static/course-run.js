@@ -219,10 +219,17 @@
    * for that DELETE to land instead of sending a second one: two DELETEs of one
    * session cross, and the loser's 404 carries no CORS header (a console error). */
   var LEAVING = "course-run-leaving:";
-  var LEAVING_MS = 30000;
+  var LEAVING_MS = 10000;  // a kernel's shutdown on a loaded machine: seconds
 
   function leavingSince(id) {
     try { return Number(window.localStorage.getItem(LEAVING + id)) || 0; } catch (e) { return 0; }
+  }
+
+  /* Whether a DELETE of ``id`` was noted less than LEAVING_MS ago (a note "from the
+   * future", after the clock was set back, counts as old). */
+  function stillLeaving(id) {
+    var age = Date.now() - leavingSince(id);
+    return age >= 0 && age < LEAVING_MS;
   }
 
   function noteLeaving(id, when) {
@@ -235,7 +242,7 @@
   function forgetOldNotes() {
     try {
       Object.keys(window.localStorage).forEach(function (key) {
-        if (key.indexOf(LEAVING) === 0 && Date.now() - leavingSince(key.slice(LEAVING.length)) >= LEAVING_MS) {
+        if (key.indexOf(LEAVING) === 0 && !stillLeaving(key.slice(LEAVING.length))) {
           window.localStorage.removeItem(key);
         }
       });
@@ -244,9 +251,10 @@
 
   /* The sessions at ``path`` once those a leaving page is deleting are gone (waiting at
    * most LEAVING_MS from its note). */
-  async function sessionsLeftBehind(base, token, path) {
+  async function sessionsLeftBehind(base, token, path, status) {
     var found = await pageSessions(base, token, path);
-    while (found.some(function (s) { return Date.now() - leavingSince(s.id) < LEAVING_MS; })) {
+    while (found.some(function (s) { return stillLeaving(s.id); })) {
+      status.textContent = "Waiting for the kernel this page ran on before to shut down...";
       await new Promise(function (r) { setTimeout(r, 250); });
       found = await pageSessions(base, token, path);
     }
@@ -254,11 +262,12 @@
     return found;
   }
 
-  async function shutDownPageKernels(base, token, path) {
-    // A DELETE can still cross one a closing page sent without a note (its 404 carries
-    // no CORS header, so fetch rejects it): ignore it, and look again.
-    await Promise.all((await sessionsLeftBehind(base, token, path)).map(function (s) {
-      noteLeaving(s.id, 0);
+  async function shutDownPageKernels(base, token, path, status) {
+    // A DELETE can still cross one a closing page sent without a note, or one of another
+    // page starting at the same moment (its 404 carries no CORS header, so fetch rejects
+    // it): ignore it, and look again.
+    await Promise.all((await sessionsLeftBehind(base, token, path, status)).map(function (s) {
+      noteLeaving(s.id, Date.now());
       return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" }).catch(function () {});
     }));
     if ((await pageSessions(base, token, path)).length) {
@@ -270,10 +279,10 @@
   async function shutDownOnLeave(base, token, path) {
     var mine = (await pageSessions(base, token, path))[0];
     if (!mine) return;
-    window.addEventListener("pagehide", function () {
+    window.addEventListener("pagehide", function () {  // once: a page back from the cache reloads
       noteLeaving(mine.id, Date.now());
       fetch(sessionsUrl(base, token, mine.id), { method: "DELETE", keepalive: true }).catch(function () {});
-    });
+    }, { once: true });
     // Back to this page from the browser's cache: its kernel is gone, so start over.
     window.addEventListener("pageshow", function (evt) { if (evt.persisted) window.location.reload(); });
   }
@@ -304,8 +313,8 @@
         token = session.token;
       }
       var path = button.getAttribute("data-kernel-path") || "lessons/page.ipynb";
+      await shutDownPageKernels(base, token, path, status);
       status.textContent = "Starting a new Python kernel for this page on " + base + "...";
-      await shutDownPageKernels(base, token, path);
       window.thebe.on("status", function (evt, data) {
         if (data && data.subject === "kernel" && data.status) {
           status.textContent = "Kernel: " + data.status;

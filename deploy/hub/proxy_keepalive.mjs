@@ -8,7 +8,9 @@
 // the server had answered: JupyterLab showed "Error Starting Kernel ... 503" for a session
 // PATCH the server had logged as 200. With the proxy's own keep-alive agent (the one it
 // uses for TCP targets; Node pools its sockets per socket path) the server keeps the
-// connection open after answering, and no write meets a closed socket.
+// connection open after answering, and no write meets a closed socket. (With an agent the
+// client's own Connection header is passed on: browsers ask for keep-alive; a client that
+// asks for close still gets the old path.)
 import ConfigurableProxy from "configurable-http-proxy/lib/configproxy.js";
 
 const proxyOptsForTarget = ConfigurableProxy.prototype.proxyOptsForTarget;

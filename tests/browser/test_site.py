@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 
 import pytest
 import requests
@@ -215,28 +216,37 @@ def test_pages_opened_without_the_printed_query_find_the_course(servers, open_pa
 
 def test_a_page_lets_a_leaving_page_shut_its_kernel_down(servers, open_page):
     """A page that goes sends a DELETE for its kernel and notes that in the browser's
-    storage; a page of the same lesson opened meanwhile (a reload, another tab) waits for
+    storage; a page of the same lesson started meanwhile (a reload, another tab) waits for
     that kernel to go instead of sending a DELETE of its own: two DELETEs of one session
     cross, and the one that loses gets a 404 without a CORS header, a console error (seen
     once in make test, on a loaded machine). Here the leaving page's DELETE is late: the
-    test sends it three seconds after the note."""
+    test sends it once the new page has listed the kernels twice."""
     first = open_page(servers.url("book/lessons/donate_argnums.html"))
     _run_here(first.page)
     path = first.page.locator("button.course-run-here").get_attribute("data-kernel-path")
     api, auth = f"{servers.jupyter}/api/sessions", {"token": servers.token}
     (old,) = [s["id"] for s in requests.get(api, params=auth, timeout=30).json() if s["path"] == path]
-    first.page.evaluate("id => localStorage.setItem('course-run-leaving:' + id, String(Date.now()))", old)
 
-    second = Watched(first.page.context.new_page())
-    deletes = []
-    second.page.on("request", lambda r: deletes.append(r.url) if r.method == "DELETE" else None)
+    second = Watched(first.page.context.new_page())  # the same browser storage
     second.page.goto(servers.url("book/lessons/donate_argnums.html"), wait_until="networkidle")
-    late = threading.Timer(3.0, lambda: requests.delete(f"{api}/{old}", params=auth, timeout=30))
-    late.start()
+    deletes, lists, late = [], [], []
+    second.page.on("request", lambda r: (deletes if r.method == "DELETE" else lists).append(r.url)
+                   if "/api/sessions" in r.url else None)
+
+    def leaving_page_deletes():
+        deadline = time.monotonic() + WAIT_MS / 1000
+        while len(lists) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        late.append(requests.delete(f"{api}/{old}", params=auth, timeout=30).status_code)
+
+    # what the first page's pagehide notes (course-run.js, noteLeaving) as it leaves
+    second.page.evaluate("id => localStorage.setItem('course-run-leaving:' + id, String(Date.now()))", old)
+    sender = threading.Thread(target=leaving_page_deletes)
+    sender.start()
     try:
         _run_here(second.page)
     finally:
-        late.join()
-    assert deletes == []
+        sender.join()
+    assert deletes == [] and late == [204] and len(lists) >= 3, (deletes, late, lists)
     assert "fresh" in _run_cell(second.page, 0, "fresh|leaked", LEAK)
     assert not second.problems, second.problems
