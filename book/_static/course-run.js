@@ -232,10 +232,9 @@
     return age >= 0 && age < LEAVING_MS;
   }
 
-  function noteLeaving(id, when) {
+  function noteLeaving(id) {
     try {
-      if (when) window.localStorage.setItem(LEAVING + id, String(when));
-      else window.localStorage.removeItem(LEAVING + id);
+      window.localStorage.setItem(LEAVING + id, String(Date.now()));
     } catch (e) { /* storage off: the next page may then send a second DELETE */ }
   }
 
@@ -267,7 +266,7 @@
     // page starting at the same moment (its 404 carries no CORS header, so fetch rejects
     // it): ignore it, and look again.
     await Promise.all((await sessionsLeftBehind(base, token, path, status)).map(function (s) {
-      noteLeaving(s.id, Date.now());
+      noteLeaving(s.id);
       return fetch(sessionsUrl(base, token, s.id), { method: "DELETE" }).catch(function () {});
     }));
     if ((await pageSessions(base, token, path)).length) {
@@ -280,7 +279,7 @@
     var mine = (await pageSessions(base, token, path))[0];
     if (!mine) return;
     window.addEventListener("pagehide", function () {  // once: a page back from the cache reloads
-      noteLeaving(mine.id, Date.now());
+      noteLeaving(mine.id);
       fetch(sessionsUrl(base, token, mine.id), { method: "DELETE", keepalive: true }).catch(function () {});
     }, { once: true });
     // Back to this page from the browser's cache: its kernel is gone, so start over.
