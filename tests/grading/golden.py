@@ -48,8 +48,9 @@ HOSTILE_EXERCISE = "update_with_donate"
 # (timeout s, memory MiB) per group, as test_samples, test_hostile and test_gradescope grade
 # them. Hostile code that hangs spins a core until the limit, once per door, so the limit is
 # kept short; but a finishing submission needs its fraction of a CPU-second within it while
-# the rest of the suite loads the machine. At 4 s, fork_bomb_then_jax (0.2 s idle) timed out
-# in one fresh-clone run of ten; 8 s is twice that.
+# the rest of the suite loads the machine. fork_bomb_then_jax needs 0.2 s idle, 3.9 s with 24
+# single-core hogs (each in a session of its own, as kernels are) and a fork bomb beside it,
+# and timed out at 4 s in one fresh-clone run of ten; 8 s doubles that margin.
 LIMITS = {"samples": (60.0, 4096), "hostile": (8.0, 3072)}
 # Hostile submissions whose end is a race their own code runs: a memory bomb's MemoryError is
 # caught by its cell ("incomplete") or the process is killed first ("memory").
