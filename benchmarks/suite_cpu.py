@@ -13,7 +13,9 @@ processes that ended meanwhile, grouped by kind (a process whose command line wa
 read, such as a learner's process forked from the zygote, takes its nearest known
 ancestor's), and the bound that follows: those CPU-seconds over the cores, the fewest
 seconds the same work could take on this machine with nothing waiting. Needs root; the
-machine has one accounting file at a time, and accounting is off again at the end.
+machine has one accounting file at a time, and accounting is off again at the end. The
+kernel stops accounting while less than 2 % of that disk is free (`/proc/sys/kernel/acct`):
+the counts are then short.
 """
 import argparse
 import collections
@@ -71,8 +73,8 @@ def records(path):
 
 
 class CommandLines(threading.Thread):
-    """Reads every new process's command line and parent every 0.3 s until stopped:
-    ``seen[pid]`` is a list of ``(time, ppid, command line)`` (pids are reused)."""
+    """Reads every new process's command line every 0.3 s until stopped: ``seen[pid]``
+    is a list of ``(time, command line)`` (pids are reused; parents come from the records)."""
 
     def __init__(self):
         super().__init__(daemon=True)
@@ -87,19 +89,16 @@ class CommandLines(threading.Thread):
                     continue
                 try:
                     line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-                    ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, ValueError, IndexError):
+                except OSError:
                     continue
                 if line:
-                    self.seen[int(pid)].append((now, ppid, line.decode(errors="replace").strip()))
+                    self.seen[int(pid)].append((now, line.decode(errors="replace").strip()))
             known = pids
 
     def at(self, pid, start, end):
-        """``(ppid, command line)`` of ``pid`` as seen while it ran from start to end, or None."""
-        for when, ppid, line in self.seen.get(pid, ()):
-            if start - 1 <= when <= end + 1:
-                return ppid, line
-        return None
+        """The command line of ``pid`` as seen while it ran from start to end, or None."""
+        return next((line for when, line in self.seen.get(pid, ())
+                     if start - 1 <= when <= end + 1), None)
 
 
 def classify(line):
@@ -112,13 +111,13 @@ def kind_of(record, lines, by_pid):
     (a parent that ended in the run is a record; one still running, the sampler's line)."""
     pid, ppid, start, end, _ = record
     for _ in range(30):
-        seen = lines.at(pid, start, end)
-        if seen:
-            return classify(seen[1])
+        line = lines.at(pid, start, end)
+        if line:
+            return classify(line)
         parent = next((r for r in by_pid.get(ppid, ()) if r[2] - 1 <= start <= r[3] + 1), None)
         if parent is None:
-            seen = lines.at(ppid, start, start)
-            return classify(seen[1]) if seen else "other"
+            line = lines.at(ppid, start, start)
+            return classify(line) if line else "other"
         pid, ppid, start, end, _ = parent
     return "other"
 
