@@ -277,12 +277,8 @@ class GradingThreads:
         if self.store.mark(DEADLINES_MARK) == state:
             return
         lateness = late_by(self.mirror.deadlines)
-        keeps = []
-        for learner, exercise in self.store.graded_pairs():
-            keep = recorded(self.store.graded(learner, exercise, notebooks=False),
-                            self.rule, lateness)
-            if keep is not None:
-                keeps.append(keep)
+        keeps = [chosen for learner, exercise in self.store.graded_pairs()
+                 if (chosen := self._choose(learner, exercise, lateness))]
         errors = self._write_rounds(keeps, lateness)
         if errors:
             raise errors[0]
@@ -291,12 +287,22 @@ class GradingThreads:
         self.store.set_mark(DEADLINES_MARK, state)
         log.info("gradebook penalties written under the current late policy and deadlines")
 
+    def _choose(self, learner, exercise, lateness):
+        """``(recorded row, ids of the graded rows it was chosen from)`` for ``learner``'s
+        ``exercise`` (``self.rule``, recorded.py), or None when none is graded. Only those
+        rows may be marked superseded once it is written: one graded after this read was
+        never weighed, and stays unsynced for the next round."""
+        rows = self.store.graded(learner, exercise, notebooks=False)
+        keep = recorded(rows, self.rule, lateness)
+        return None if keep is None else (keep, [r.id for r in rows])
+
     def _write_rounds(self, keeps, lateness):
-        """Write the recorded submissions ``keeps`` into the gradebook, :data:`ROUND` per
-        transaction (:meth:`Mirror.writing`: one gradebook session, readers see a round
-        whole), each marked recorded in the store once its round is committed. A round
-        that fails is written again one submission at a time, so one bad row holds up no
-        other. Returns the errors of those that could not be written (retried later)."""
+        """Write the recorded submissions ``keeps`` (:meth:`_choose`'s pairs) into the
+        gradebook, :data:`ROUND` per transaction (:meth:`Mirror.writing`: one gradebook
+        session, readers see a round whole), each marked recorded in the store once its
+        round is committed. A round that fails is written again one submission at a time,
+        so one bad row holds up no other. Returns the errors of those that could not be
+        written (retried later)."""
         errors = []
         for start in range(0, len(keeps), ROUND):
             if self.stopping.is_set():
@@ -317,16 +323,16 @@ class GradingThreads:
         (:class:`~autograder.service.gradebook.NotReady`) is left out and returned."""
         written, errors = [], []
         with self.mirror.writing() as book:
-            for keep in keeps:
+            for keep, weighed in keeps:
                 keep = dataclasses.replace(keep, notebook=self.store.notebook(keep.id))
                 try:
                     book.record(keep, lateness(keep).penalty)
                 except NotReady as exc:
                     errors.append(exc)
                 else:
-                    written.append(keep)
-        for keep in written:
-            self.store.mark_recorded(keep.learner, keep.exercise, keep.id)
+                    written.append((keep, weighed))
+        for keep, weighed in written:
+            self.store.mark_recorded(keep.learner, keep.exercise, keep.id, weighed)
         return errors
 
     def sync_once(self):
@@ -340,14 +346,13 @@ class GradingThreads:
         lateness = late_by(self.mirror.deadlines)
         keeps = []
         for learner, exercise in pairs:
-            keep = recorded(self.store.graded(learner, exercise, notebooks=False),
-                            self.rule, lateness)
-            if keep is None:  # regraded meanwhile: its new grading is synced when done
+            chosen = self._choose(learner, exercise, lateness)
+            if chosen is None:  # regraded meanwhile: its new grading is synced when done
                 continue
-            if keep.gradebook == "recorded":  # already there: only the others to mark
-                self.store.mark_recorded(learner, exercise, keep.id)
+            if chosen[0].gradebook == "recorded":  # already there: only the others to mark
+                self.store.mark_recorded(learner, exercise, chosen[0].id, chosen[1])
             else:
-                keeps.append(keep)
+                keeps.append(chosen)
         errors = self._write_rounds(keeps, lateness)
         if errors:
             raise errors[0]

@@ -629,12 +629,15 @@ class Store:
                                                                  "last_at": row["last_at"]}
         return out
 
-    def mark_recorded(self, learner, exercise, sub_id):
-        """``sub_id`` is in the gradebook as ``learner``'s grade for ``exercise``; every
-        other graded submission of theirs for it is ``superseded``."""
+    def mark_recorded(self, learner, exercise, sub_id, weighed):
+        """``sub_id`` is in the gradebook as ``learner``'s grade for ``exercise``; the
+        other graded submissions it was chosen from (the ids ``weighed``) and every regraded
+        one are ``superseded``. One graded since that choice keeps its state: the mirror
+        has not weighed it yet."""
         s = submissions.c
         mine = and_(s.learner == learner, s.exercise == exercise,
-                    s.status.in_(("done", "regraded")))
+                    or_(and_(s.status == "done", s.id.in_(list(weighed))),
+                        s.status == "regraded"))
         with self.engine.begin() as conn:
             conn.execute(update(submissions).where(mine, s.id != sub_id)
                          .values(gradebook="superseded"))

@@ -11,6 +11,7 @@ from nbgrader.api import Gradebook
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
 from autograder.service.gradebook import Mirror
+from autograder.service.grading import GradingThreads
 from autograder.service.store import Caps, Store
 from tests.course import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
@@ -127,3 +128,55 @@ def test_a_replaced_gradebook_file_gets_the_next_grades(course_template, tmp_pat
     os.replace(fresh, course / "gradebook.db")
     mirror.record(rows[1])
     assert _submitted(course) == {"bob"}
+
+
+class _FinishesAfterARead(Store):
+    """The real store, where ``pending`` (a running submission's id and its result) is
+    finished right after the gradebook thread first reads the learner's graded
+    submissions: it is graded while a round that never saw it is being written."""
+
+    pending = None
+
+    def graded(self, learner, exercise, notebooks=True):
+        rows = super().graded(learner, exercise, notebooks)
+        if self.pending:
+            (sub_id, record), self.pending = self.pending, None
+            assert self.finish(sub_id, "host:1:0", record)
+        return rows
+
+
+def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course_template,
+                                                                           tmp_path):
+    """A round of the gradebook thread (here: every recorded grade written again, as after
+    a change of deadlines) weighs a learner's graded submissions, then writes the best.
+    One graded meanwhile was never weighed: it must not be marked superseded, and the
+    next round writes it when it is better. (Marking it lost a learner's extension-saved
+    10/10 behind an earlier 7/10 in every view but the class page.)"""
+    course = copy_course(course_template, tmp_path / "course")
+    raw = (json.dumps(released_notebook(course), indent=1) + "\n").encode()
+    tests = hidden_tests(ASSIGNMENT)
+    checks = {full: [CheckResult(name, title, points if full or i else 0, points,
+                                 "passed" if full or i else "failed", "")
+                     for i, (name, title, points) in enumerate(tests)] for full in (False, True)}
+    store = _FinishesAfterARead(tmp_path / "grading.db")
+    threads = GradingThreads(store, Mirror(course), None, 1, 0, 30, "best")
+    try:
+        ids = []
+        for full in (False, True):
+            ids.append(store.admit("ada", ASSIGNMENT, raw, "10.0.0.1", Caps(rate_count=0))[0])
+            store.claim("host:1:0", lease=30)
+            record = GradingResult(checks[full], "", "graded", "d", 1.0).to_record()
+            if full:
+                store.pending = (ids[-1], record)
+            else:
+                assert store.finish(ids[-1], "host:1:0", record)
+                threads.sync_once()
+        threads.sync_deadlines()  # the round during which the better one is graded
+        assert store.pending is None
+        threads.sync_once()
+        states = {r.id: r.gradebook for r in store.graded("ada", ASSIGNMENT, notebooks=False)}
+    finally:
+        store.engine.dispose()
+    assert states == {ids[0]: "superseded", ids[1]: "recorded"}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert gb.find_submission(ASSIGNMENT, "ada").score == sum(c.max_score for c in checks[True])
