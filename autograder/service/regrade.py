@@ -32,7 +32,7 @@ WAIT_POLL_S = 1.0
 
 def main(argv=None):
     from autograder.exercises import current
-    from autograder.service.recorded import late_by, recorded
+    from autograder.service.recorded import late_by
 
     p = config.parser("python -m autograder.service.regrade",
                       "Grade every learner's recorded submission of an exercise again.")
@@ -52,14 +52,7 @@ def main(argv=None):
     store, mirror = config.open_store(args)
     for change in mirror.points_disagree(args.exercise, fix=True):
         print(f"{args.exercise}: gradebook points set to the hidden tests' ({change})")
-    lateness = late_by(mirror.deadlines)
-    if args.every:
-        keep = [row for learner in store.learners(args.exercise)
-                for row in store.graded(learner, args.exercise)]
-    else:
-        keep = [recorded(store.graded(learner, args.exercise), args.recorded, lateness)
-                for learner in store.learners(args.exercise)]
-    made = store.requeue([row.id for row in keep if row is not None], every=args.every)
+    made = queue(store, args.exercise, args.recorded, late_by(mirror.deadlines), args.every)
     what = "graded submission(s)" if args.every else "recorded submission(s)"
     print(f"{args.exercise}: {len(made)} {what} queued for grading with the current hidden "
           f"tests (version {version[:12]})")
@@ -67,6 +60,24 @@ def main(argv=None):
         for line in old_to_new(store, made):
             print(line)
     return 0
+
+
+def queue(store, exercise, rule, lateness, every=False):
+    """Queue ``exercise``'s regrades (step 2 above): each learner's recorded submission
+    under ``rule`` and ``lateness`` (:func:`~autograder.service.recorded.recorded`) in
+    place of every graded one read, or with ``every`` each graded one in its own place.
+    The new ids. Only submissions read here are replaced: one graded meanwhile (a learner
+    submitting during the regrade) still counts."""
+    from autograder.service.recorded import recorded
+
+    replacing = {}
+    for learner in store.learners(exercise):
+        rows = store.graded(learner, exercise, notebooks=False)
+        if every:
+            replacing.update((row.id, [row.id]) for row in rows)
+        elif (keep := recorded(rows, rule, lateness)) is not None:
+            replacing[keep.id] = [row.id for row in rows]
+    return store.requeue(replacing)
 
 
 def old_to_new(store, ids):

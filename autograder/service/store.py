@@ -534,28 +534,27 @@ class Store:
             return sorted(conn.execute(select(s.learner).distinct().where(
                 s.exercise == exercise, s.status == "done")).scalars())
 
-    def requeue(self, sub_ids, every=False):
-        """Queue each of ``sub_ids`` (graded submissions) again, as a new row with the same
-        learner, exercise, notebook and submission time, from the client ``regrade``, its
-        ``regrade_of`` the old one's id, score, points and version (what learners and the
-        instructor read as old -> new). The old row is kept, with its result, as
-        ``regraded`` (``replaced_by`` the new row). Without ``every`` (the recorded
-        submissions only) every graded submission of that learner and exercise becomes
-        ``regraded``, so only the new result counts; with it (every attempt regraded)
-        each old row is replaced by its own new one. The new ids."""
+    def requeue(self, replacing):
+        """Queue graded submissions again: ``replacing`` maps each one's id to the ids of
+        the graded submissions its new row replaces (itself included). Each new row has
+        the old one's learner, exercise, notebook and submission time, the client
+        ``regrade``, and as ``regrade_of`` the old one's id, score, points and version
+        (what learners and the instructor read as old -> new). The replaced rows are kept,
+        with their results, as ``regraded`` (``replaced_by`` the new row), so only the new
+        result counts; a graded row not named stays as it is (one graded after the caller
+        read them). The new ids; a submission no longer graded is skipped."""
         s = submissions.c
         made = []
         with self.engine.begin() as conn:
-            for old in sub_ids:
+            for old, replaced in replacing.items():
                 row = conn.execute(select(s.learner, s.exercise, s.notebook, s.submitted_at,
                                           s.result, s.version)
                                    .where(s.id == old, s.status == "done")).mappings().first()
                 if row is None:
                     continue
                 new = secrets.token_urlsafe(24)
-                replaced = (s.id == old) if every else and_(
-                    s.learner == row["learner"], s.exercise == row["exercise"], s.status == "done")
-                conn.execute(update(submissions).where(replaced).values(
+                conn.execute(update(submissions).where(
+                    s.id.in_(list({old, *replaced})), s.status == "done").values(
                     status="regraded", replaced_by=new))
                 was = dict(_scores(row["result"]), id=old, version=row["version"])
                 conn.execute(submissions.insert().values(

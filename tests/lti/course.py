@@ -72,7 +72,9 @@ class Course:
 
     def regraded(self, sub_id, points):
         """An instructor's regrade of ``sub_id`` scored ``points``: the new id."""
-        (new,) = self.store.requeue([sub_id])
+        row = self.store.get(sub_id)
+        graded = self.store.graded(row.learner, row.exercise, notebooks=False)
+        (new,) = self.store.requeue({sub_id: [r.id for r in graded]})
         return self._finish(new, points)
 
     def _finish(self, sub_id, points):

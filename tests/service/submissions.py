@@ -1,6 +1,8 @@
 """What the service tests hand in and what they expect back: notebooks made from the
 sample answers (``autograder/exercises/update_with_donate/hidden/samples/``), and the
-hidden tests a sample fails, as its expected.json says and as a result shows."""
+hidden tests a sample fails, as its expected.json says and as a result shows; and a
+store where a submission is graded at a chosen moment."""
+from autograder.service.store import Store
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, released_notebook, with_answer
 
 
@@ -39,3 +41,19 @@ def slow_notebook(sample, seconds):
     notebook["cells"][0]["source"] = f"import time\ntime.sleep({seconds})\n" + \
         notebook["cells"][0]["source"]
     return notebook
+
+
+class FinishesAfterARead(Store):
+    """The real store, where ``pending`` (a running submission's ``(id, lease owner,
+    result record)``) is finished right after the first read of a learner's graded
+    submissions: it is graded while whoever read them (the gradebook thread, a regrade)
+    acts on a list without it."""
+
+    pending = None
+
+    def graded(self, learner, exercise, notebooks=True):
+        rows = super().graded(learner, exercise, notebooks)
+        if self.pending:
+            (sub_id, owner, record), self.pending = self.pending, None
+            assert self.finish(sub_id, owner, record)
+        return rows

@@ -15,7 +15,7 @@ from autograder.service.grading import GradingThreads
 from autograder.service.store import Caps, Store
 from tests.course import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
-from tests.service.submissions import notebook_with
+from tests.service.submissions import FinishesAfterARead, notebook_with
 
 
 def _graded_rows(course, tmp_path, learners):
@@ -130,21 +130,6 @@ def test_a_replaced_gradebook_file_gets_the_next_grades(course_template, tmp_pat
     assert _submitted(course) == {"bob"}
 
 
-class _FinishesAfterARead(Store):
-    """The real store, where ``pending`` (a running submission's id and its result) is
-    finished right after the gradebook thread first reads the learner's graded
-    submissions: it is graded while a round that never saw it is being written."""
-
-    pending = None
-
-    def graded(self, learner, exercise, notebooks=True):
-        rows = super().graded(learner, exercise, notebooks)
-        if self.pending:
-            (sub_id, record), self.pending = self.pending, None
-            assert self.finish(sub_id, "host:1:0", record)
-        return rows
-
-
 def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course_template,
                                                                            tmp_path):
     """A round of the gradebook thread (here: every recorded grade written again, as after
@@ -158,7 +143,7 @@ def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course
     checks = {full: [CheckResult(name, title, points if full or i else 0, points,
                                  "passed" if full or i else "failed", "")
                      for i, (name, title, points) in enumerate(tests)] for full in (False, True)}
-    store = _FinishesAfterARead(tmp_path / "grading.db")
+    store = FinishesAfterARead(tmp_path / "grading.db")
     threads = GradingThreads(store, Mirror(course), None, 1, 0, 30, "best")
     try:
         ids = []
@@ -167,7 +152,7 @@ def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course
             store.claim("host:1:0", lease=30)
             record = GradingResult(checks[full], "", "graded", "d", 1.0).to_record()
             if full:
-                store.pending = (ids[-1], record)
+                store.pending = (ids[-1], "host:1:0", record)
             else:
                 assert store.finish(ids[-1], "host:1:0", record)
                 threads.sync_once()

@@ -38,7 +38,7 @@ def test_grades_made_by_other_hidden_tests_are_counted_until_regraded(store, tmp
     said = out_of_date.versions(store, [EX])
     assert len(said) == 1 and "1 graded submission(s) of 1 learner(s)" in said[0]
     assert f"regrade {EX}" in said[0]
-    [new] = store.requeue([old], every=True)
+    [new] = store.requeue({old: [old]})
     assert store.get(new).status == "queued" and store.get(old).status == "regraded"
     assert store.stale({EX: now}) == {}  # the old result is kept, not counted
     assert store.get(new).regrade_of == {

@@ -7,12 +7,14 @@ import time
 
 from nbgrader.api import Gradebook
 
+from autograder.service import regrade
 from autograder.service.app import POINTS_CHECK_S
-
+from autograder.service.recorded import on_time
+from autograder.service.store import Caps
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, EXPECTED
 from tests.service.running import http
-from tests.service.submissions import notebook_with
+from tests.service.submissions import FinishesAfterARead, notebook_with
 
 
 def test_a_regrade_grades_each_recorded_submission_again(new_service, course_template):
@@ -62,3 +64,30 @@ def test_the_service_says_when_gradebook_points_and_hidden_tests_disagree(new_se
     assert done.returncode == 0 and "gradebook points set" in done.stdout, done.stderr
     time.sleep(POINTS_CHECK_S + 0.5)
     assert http("GET", service.url + "/api/health")[2]["warnings"] == []
+
+
+def test_a_submission_graded_while_a_regrade_is_queued_still_counts(tmp_path):
+    """The regrade reads each learner's graded submissions, then queues the recorded one
+    in their place. One graded between the two (a learner submitting during the
+    regrade) was never weighed: it is not replaced, and still counts."""
+    def result(points):
+        check = {"grade_id": "test_values", "title": "values", "score": points,
+                 "max_score": 10.0, "status": "passed", "output": ""}
+        return {"checks": [check], "output": "", "status": "graded", "version": "v"}
+
+    store = FinishesAfterARead(tmp_path / "grading.db")
+    try:
+        ids = []
+        for points in (4.0, 10.0):
+            ids.append(store.admit("ada", ASSIGNMENT, b"{}", "10.0.0.1", Caps(rate_count=0))[0])
+            store.claim("host:1:0", 30)
+            if points == 10.0:
+                store.pending = (ids[-1], "host:1:0", result(points))
+            else:
+                assert store.finish(ids[-1], "host:1:0", result(points))
+        [new] = regrade.queue(store, ASSIGNMENT, "best", on_time)
+        assert store.pending is None
+        states = {sub_id: store.get(sub_id).status for sub_id in ids + [new]}
+    finally:
+        store.engine.dispose()
+    assert states == {ids[0]: "regraded", ids[1]: "done", new: "queued"}
