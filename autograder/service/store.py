@@ -244,8 +244,11 @@ class Store:
         bytes (``caps.learner_bytes``, this notebook included), then the learner's
         still-queued submission for ``exercise`` (replaced by this one), then waiting
         submissions per learner, per client and in all (the store reads the counts,
-        :mod:`autograder.service.caps` decides). ``ahead`` counts queued submissions
-        before this one. Raises :class:`CapReached` (nothing written) when a cap is reached.
+        :mod:`autograder.service.caps` decides). An instructor's queued regrade
+        (``regrade_of`` set, :meth:`requeue`) is none of the learner's: it is neither
+        replaced nor counted against them or the queue's cap. ``ahead`` counts queued
+        submissions before this one, regrades included. Raises :class:`CapReached`
+        (nothing written) when a cap is reached.
         """
         s = submissions.c
         now = time.time() if now is None else now
@@ -255,9 +258,9 @@ class Store:
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
                              {"k": f"learner:{learner}"})
             self._learner_room(conn, learner, len(notebook_bytes), caps, now)
+            own = and_(s.learner == learner, s.regrade_of.is_(None))
             replaced = conn.execute(
-                update(submissions).where(s.learner == learner, s.exercise == exercise,
-                                          s.status == "queued")
+                update(submissions).where(own, s.exercise == exercise, s.status == "queued")
                 .values(status="replaced", replaced_by=sub_id, finished_at=now)
                 .returning(s.id)).scalars().all()
             def queued(cond, limit=True):  # a disabled cap's count is not read
@@ -265,8 +268,9 @@ class Store:
                     cond, s.status == "queued")).scalar() if limit else 0
 
             ahead = queued(True)
-            cap = queue_cap(caps, learner=queued(s.learner == learner, caps.per_learner),
-                            client=queued(s.client == client, caps.per_client), queue=ahead)
+            cap = queue_cap(caps, learner=queued(own, caps.per_learner),
+                            client=queued(s.client == client, caps.per_client),
+                            queue=queued(s.regrade_of.is_(None), caps.max_queue))
             if cap:
                 raise cap  # rolls back the replacement too
             conn.execute(submissions.insert().values(
