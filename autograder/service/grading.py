@@ -38,6 +38,12 @@ from autograder.service.store import process_name, storage_problem
 log = logging.getLogger("autograder.service")
 HIDDEN_TESTS = "hidden tests"  # the problems' key while some cannot be loaded
 ROUND = 50  # recorded grades written per gradebook transaction
+GRADEBOOK_LOCK_S = 120.0  # how long the gradebook thread's lock holds unless renewed
+
+
+class GradebookTaken(Exception):
+    """Another process holds the gradebook's lock now (ours ran out during a long pass):
+    what this pass chose may be older than what that process writes."""
 
 
 def lms_client():
@@ -248,7 +254,7 @@ class GradingThreads:
             self.sync_wanted.clear()
             # One process at a time writes the gradebook (nbgrader's rows are not
             # safe to create from two writers at once).
-            taken = self.store.take_lock("gradebook", self.name, 120.0)
+            taken = self.store.take_lock("gradebook", self.name, GRADEBOOK_LOCK_S)
             self.problems.pop(threading.current_thread().name, None)  # the store answers
             if not taken:
                 continue
@@ -302,11 +308,14 @@ class GradingThreads:
         session, readers see a round whole), each marked recorded in the store once its
         round is committed. A round that fails is written again one submission at a time,
         so one bad row holds up no other. Returns the errors of those that could not be
-        written (retried later)."""
+        written (retried later). The gradebook's lock is renewed before each round; raises
+        :class:`GradebookTaken`, writing no more, when another process holds it."""
         errors = []
         for start in range(0, len(keeps), ROUND):
             if self.stopping.is_set():
                 break
+            if not self.store.take_lock("gradebook", self.name, GRADEBOOK_LOCK_S):
+                raise GradebookTaken("another process writes the gradebook now")
             chunk = keeps[start:start + ROUND]
             try:
                 errors += self._write(chunk, lateness)

@@ -11,7 +11,7 @@ from nbgrader.api import Gradebook
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
 from autograder.service.gradebook import Mirror
-from autograder.service.grading import GradingThreads
+from autograder.service.grading import GradebookTaken, GradingThreads
 from autograder.service.store import Caps, Store
 from tests.course import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
@@ -165,3 +165,20 @@ def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course
     assert states == {ids[0]: "superseded", ids[1]: "recorded"}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert gb.find_submission(ASSIGNMENT, "ada").score == sum(c.max_score for c in checks[True])
+
+
+def test_a_pass_whose_lock_another_process_took_writes_nothing(course_template, tmp_path):
+    """Passes of the gradebook thread are one process's at a time (the store's lock
+    ``gradebook``). A pass that outlived its lock while another process took it over
+    stops before its next round: what it chose may be older than what the other writes."""
+    course = copy_course(course_template, tmp_path / "course")
+    rows, _, _ = _graded_rows(course, tmp_path, ["ada"])
+    store = Store(tmp_path / "grading.db")
+    try:
+        assert store.take_lock("gradebook", "host:2:gradebook", 120.0)
+        with pytest.raises(GradebookTaken):
+            GradingThreads(store, Mirror(course), None, 1, 0, 30, "best").sync_once()
+        unsynced = [r.id for r in store.unsynced()]
+    finally:
+        store.engine.dispose()
+    assert unsynced == [rows[0].id] and _submitted(course) == set()
