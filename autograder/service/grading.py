@@ -258,16 +258,27 @@ class GradingThreads:
             self.problems.pop(threading.current_thread().name, None)  # the store answers
             if not taken:
                 continue
+            problem = self.sync_round()
+            if problem and str(problem) != failing:  # retried next round; logged once per cause
+                log.warning("gradebook not updated yet (will retry): %s", problem)
+            failing = problem and str(problem)
+
+    def sync_round(self):
+        """One round of the gradebook thread: :meth:`sync_once`, then :meth:`sync_deadlines`
+        even when the first could not write everything (a grade the gradebook cannot take
+        yet holds up no deadline change). The first problem, or None; a fault of the store
+        itself is raised (the thread retries it with backoff)."""
+        problems = []
+        for step in (self.sync_once, self.sync_deadlines):
             try:
-                self.sync_once()
-                self.sync_deadlines()
-                failing = None
+                step()
             except SQLAlchemyError:
-                raise  # the store itself: _forever retries with backoff
-            except Exception as exc:  # retried on the next round; logged once per cause
-                if str(exc) != failing:
-                    log.warning("gradebook not updated yet (will retry): %s", exc)
-                failing = str(exc)
+                raise
+            except Exception as exc:
+                problems.append(exc)
+                if isinstance(exc, GradebookTaken):
+                    break  # the other process's round now
+        return problems[0] if problems else None
 
     def _passback_loop(self):
         outbox.Sender(self.store, self.lms, self.rule, lambda: late_by(self.mirror.deadlines),
@@ -286,12 +297,17 @@ class GradingThreads:
         keeps = [chosen for learner, exercise in self.store.graded_pairs()
                  if (chosen := self._choose(learner, exercise, lateness))]
         errors = self._write_rounds(keeps, lateness)
-        if errors:
-            raise errors[0]
+        failed = [e for e in errors if not isinstance(e, NotReady)]
+        if failed:
+            raise failed[0]  # the whole pass again next round
         if self.stopping.is_set():
             return
+        # A grade the gradebook cannot take yet (NotReady) is unsynced or stays so:
+        # sync_once writes it under the dates in force when it can; this pass is done.
         self.store.set_mark(DEADLINES_MARK, state)
         log.info("gradebook penalties written under the current late policy and deadlines")
+        if errors:
+            raise errors[0]
 
     def _choose(self, learner, exercise, lateness):
         """``(recorded row, ids of the graded rows it was chosen from)`` for ``learner``'s

@@ -10,8 +10,9 @@ from nbgrader.api import Gradebook
 
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
-from autograder.service.gradebook import Mirror
+from autograder.service.gradebook import Mirror, NotReady
 from autograder.service.grading import GradebookTaken, GradingThreads
+from autograder.service.out_of_date import DEADLINES_MARK
 from autograder.service.store import Caps, Store
 from tests.course import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
@@ -182,3 +183,26 @@ def test_a_pass_whose_lock_another_process_took_writes_nothing(course_template, 
     finally:
         store.engine.dispose()
     assert unsynced == [rows[0].id] and _submitted(course) == set()
+
+
+def test_a_grade_the_gradebook_cannot_take_holds_up_no_deadline_change(course_template,
+                                                                       tmp_path):
+    """bob's result names a cell the gradebook lacks (NotReady: retried each round). The
+    round still writes ada's grade and the penalties under the dates in force (the
+    store's mark), instead of stopping at bob every round."""
+    course = copy_course(course_template, tmp_path / "course")
+    rows, _, _ = _graded_rows(course, tmp_path, ["ada", "bob"])
+    store = Store(tmp_path / "grading.db")
+    try:
+        with store.engine.begin() as conn:  # bob's check names no cell of the release
+            conn.exec_driver_sql("UPDATE submissions SET result = replace(result, "
+                                 "'\"grade_id\": \"test_', '\"grade_id\": \"gone_') "
+                                 "WHERE learner = 'bob'")
+        threads = GradingThreads(store, Mirror(course), None, 1, 0, 30, "best")
+        problem = threads.sync_round()
+        mark, state = store.mark(DEADLINES_MARK), threads.mirror.deadlines.state()
+        unsynced = [r.learner for r in store.unsynced()]
+    finally:
+        store.engine.dispose()
+    assert isinstance(problem, NotReady) and unsynced == ["bob"]
+    assert mark == state and _submitted(course) == {"ada"}
