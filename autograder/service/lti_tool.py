@@ -67,13 +67,18 @@ def private_key_pem(path: Path | None = None) -> bytes:
     path = Path(path or defaults.lti_key_file())
     if not path.exists():
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:  # O_EXCL: two processes starting at once keep the first one's key
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
+        # Written whole under a name of its own, then linked into place: a process starting
+        # at the same moment never reads a half-written key, and the first link wins.
+        part = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
             with os.fdopen(fd, "wb") as out:
                 out.write(_new_key_pem())
+            os.link(part, path)
+        except FileExistsError:
+            pass  # another process's key is in place: it is the tool's
+        finally:
+            part.unlink()
     return path.read_bytes()
 
 
