@@ -266,8 +266,10 @@ class GradingThreads:
     def sync_round(self):
         """One round of the gradebook thread: :meth:`sync_once`, then :meth:`sync_deadlines`
         even when the first could not write everything (a grade the gradebook cannot take
-        yet holds up no deadline change). The first problem, or None; a fault of the store
-        itself is raised (the thread retries it with backoff)."""
+        yet holds up no deadline change). The first problem, one other than such a grade
+        first (one learner's grade the gradebook cannot take must not hide it), or None.
+        A fault of the store is raised (the thread retries it with backoff); so is one of
+        a PostgreSQL gradebook, which is the store's database."""
         problems = []
         for step in (self.sync_once, self.sync_deadlines):
             try:
@@ -278,7 +280,8 @@ class GradingThreads:
                 problems.append(exc)
                 if isinstance(exc, GradebookTaken):
                     break  # the other process's round now
-        return problems[0] if problems else None
+        return next((p for p in problems if not isinstance(p, NotReady)),
+                    problems[0] if problems else None)
 
     def _passback_loop(self):
         outbox.Sender(self.store, self.lms, self.rule, lambda: late_by(self.mirror.deadlines),
@@ -297,17 +300,18 @@ class GradingThreads:
         keeps = [chosen for learner, exercise in self.store.graded_pairs()
                  if (chosen := self._choose(learner, exercise, lateness))]
         errors = self._write_rounds(keeps, lateness)
-        failed = [e for e in errors if not isinstance(e, NotReady)]
+        failed = [exc for _, exc in errors if not isinstance(exc, NotReady)]
         if failed:
             raise failed[0]  # the whole pass again next round
         if self.stopping.is_set():
             return
-        # A grade the gradebook cannot take yet (NotReady) is unsynced or stays so:
-        # sync_once writes it under the dates in force when it can; this pass is done.
+        # A grade the gradebook cannot take yet (NotReady) is handed to sync_once, which
+        # writes it when it can, under the dates then in force; this pass is done.
+        self.store.unsync([keep.id for keep, _ in errors])
         self.store.set_mark(DEADLINES_MARK, state)
         log.info("gradebook penalties written under the current late policy and deadlines")
         if errors:
-            raise errors[0]
+            raise errors[0][1]
 
     def _choose(self, learner, exercise, lateness):
         """``(recorded row, ids of the graded rows it was chosen from)`` for ``learner``'s
@@ -323,8 +327,8 @@ class GradingThreads:
         gradebook, :data:`ROUND` per transaction (:meth:`Mirror.writing`: one gradebook
         session, readers see a round whole), each marked recorded in the store once its
         round is committed. A round that fails is written again one submission at a time,
-        so one bad row holds up no other. Returns the errors of those that could not be
-        written (retried later). The gradebook's lock is renewed before each round; raises
+        so one bad row holds up no other. Returns ``[(row, error)]`` for those that could
+        not be written (retried later). The gradebook's lock is renewed before each round; raises
         :class:`GradebookTaken`, writing no more, when another process holds it."""
         errors = []
         for start in range(0, len(keeps), ROUND):
@@ -340,7 +344,7 @@ class GradingThreads:
                     try:
                         errors += self._write([keep], lateness)
                     except Exception as exc:  # retried on a later round
-                        errors.append(exc)
+                        errors.append((keep[0], exc))
         return errors
 
     def _write(self, keeps, lateness):
@@ -353,7 +357,7 @@ class GradingThreads:
                 try:
                     book.record(keep, lateness(keep).penalty)
                 except NotReady as exc:
-                    errors.append(exc)
+                    errors.append((keep, exc))
                 else:
                     written.append((keep, weighed))
         for keep, weighed in written:
@@ -362,7 +366,8 @@ class GradingThreads:
 
     def sync_once(self):
         """Mirror each learner's recorded submission (``self.rule``, recorded.py) of every
-        exercise with newly graded submissions; the others are marked superseded.
+        exercise with newly graded submissions; the others it was chosen from are marked
+        superseded.
 
         A pair that cannot be written stays unsynced (retried later) without
         holding up the others; the first such error is raised at the end.
@@ -380,4 +385,4 @@ class GradingThreads:
                 keeps.append(chosen)
         errors = self._write_rounds(keeps, lateness)
         if errors:
-            raise errors[0]
+            raise errors[0][1]

@@ -70,16 +70,25 @@ def private_key_pem(path: Path | None = None) -> bytes:
         # Written whole under a name of its own, then linked into place: a process starting
         # at the same moment never reads a half-written key, and the first link wins.
         part = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        _write_new(part, _new_key_pem())
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(_new_key_pem())
             os.link(part, path)
         except FileExistsError:
             pass  # another process's key is in place: it is the tool's
+        except OSError:  # a filesystem without hard links: the first to create it writes it
+            try:
+                _write_new(path, part.read_bytes())
+            except FileExistsError:
+                pass
         finally:
             part.unlink()
     return path.read_bytes()
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create ``path`` (0600) holding ``data``; FileExistsError when it exists."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as out:
+        out.write(data)
 
 
 def public_jwk(pem: bytes) -> dict:

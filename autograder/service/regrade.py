@@ -11,7 +11,8 @@
 2. Queues each learner's recorded submission (:mod:`autograder.service.recorded`)
    again, or with ``--every`` every graded attempt, with its notebook and its
    original submission time (deadlines still apply); the earlier results stay in
-   the history as ``regraded``, and only the new results count (:meth:`Store.requeue`).
+   the history as ``regraded``, and only the new results count (:meth:`Store.requeue`),
+   beside any submission graded while this command ran (it was not among those read).
    Each new submission says what it regrades (``regrade_of``: the old score, points
    and version), so each learner reads old -> new beside it.
 

@@ -4,7 +4,8 @@ One row per submission: who sent it (learner, client address), for which
 exercise, the notebook as received, its state and, when done, its result
 (:meth:`autograder.results.GradingResult.to_record`). States: ``queued`` -> ``running`` -> ``done``, or ``queued`` ->
 ``replaced`` when the same learner sent a newer notebook for the same exercise
-before grading began (newest wins; ``replaced_by`` names the newer one), and
+before grading began (newest wins, among the learner's own: an instructor's queued
+regrade is never replaced; ``replaced_by`` names the newer one), and
 ``done`` -> ``regraded`` when an instructor's regrade queued it again
 (:meth:`Store.requeue`; ``replaced_by`` names the new grading).
 
@@ -244,9 +245,9 @@ class Store:
         bytes (``caps.learner_bytes``, this notebook included), then the learner's
         still-queued submission for ``exercise`` (replaced by this one), then waiting
         submissions per learner, per client and in all (the store reads the counts,
-        :mod:`autograder.service.caps` decides). An instructor's queued regrade
-        (``regrade_of`` set, :meth:`requeue`) is none of the learner's: it is neither
-        replaced nor counted against them or the queue's cap. ``ahead`` counts queued
+        :mod:`autograder.service.caps` decides). An instructor's regrade (``regrade_of``
+        set, :meth:`requeue`) is none of the learner's: it is neither replaced nor counted
+        against their rate, quota or waiting cap, nor against the queue's. ``ahead`` counts queued
         submissions before this one, regrades included. Raises :class:`CapReached`
         (nothing written) when a cap is reached.
         """
@@ -258,7 +259,7 @@ class Store:
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
                              {"k": f"learner:{learner}"})
             self._learner_room(conn, learner, len(notebook_bytes), caps, now)
-            own = and_(s.learner == learner, s.regrade_of.is_(None))
+            own = _own(learner)
             replaced = conn.execute(
                 update(submissions).where(own, s.exercise == exercise, s.status == "queued")
                 .values(status="replaced", replaced_by=sub_id, finished_at=now)
@@ -289,13 +290,14 @@ class Store:
     def _learner_room(conn, learner, size, caps, now):
         s = submissions.c
         recent, oldest, used = 0, None, 0  # a disabled cap's count is not read
+        own = _own(learner)
         if caps.rate_count:
             recent, oldest = conn.execute(
                 select(func.count(), func.min(s.submitted_at)).where(
-                    s.learner == learner, s.submitted_at >= now - caps.rate_seconds)).one()
+                    own, s.submitted_at >= now - caps.rate_seconds)).one()
         if caps.learner_bytes:  # length() of a blob reads its header, not its bytes
             used = conn.execute(select(func.coalesce(func.sum(func.length(s.notebook)), 0))
-                                .where(s.learner == learner)).scalar()
+                                .where(own)).scalar()
         cap = learner_cap(caps, size, recent, oldest, used)
         if cap:
             raise cap
@@ -632,6 +634,16 @@ class Store:
                                                                  "last_at": row["last_at"]}
         return out
 
+    def unsync(self, sub_ids):
+        """The graded submissions ``sub_ids`` are to be written into the gradebook again
+        (their pairs are unsynced: :meth:`unsynced`)."""
+        s = submissions.c
+        if sub_ids:
+            with self.engine.begin() as conn:
+                conn.execute(update(submissions).where(s.id.in_(list(sub_ids)),
+                                                       s.status == "done")
+                             .values(gradebook=None))
+
     def mark_recorded(self, learner, exercise, sub_id, weighed):
         """``sub_id`` is in the gradebook as ``learner``'s grade for ``exercise``; the
         other graded submissions it was chosen from (the ids ``weighed``) and every regraded
@@ -645,6 +657,13 @@ class Store:
             conn.execute(update(submissions).where(mine, s.id != sub_id)
                          .values(gradebook="superseded"))
             conn.execute(update(submissions).where(s.id == sub_id).values(gradebook="recorded"))
+
+
+def _own(learner):
+    """The condition for ``learner``'s own submissions: not an instructor's regrades of
+    theirs (``regrade_of`` set), which count against none of their caps."""
+    s = submissions.c
+    return and_(s.learner == learner, s.regrade_of.is_(None))
 
 
 def _scores(result):

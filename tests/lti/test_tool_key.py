@@ -25,3 +25,17 @@ def test_a_process_starting_while_the_key_is_made_reads_the_whole_key(tmp_path, 
     assert lti_tool.public_jwk(first)["kid"]
     assert [p.name for p in path.parent.iterdir()] == [path.name]
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_key_is_made_where_the_filesystem_has_no_hard_links(tmp_path, monkeypatch):
+    """Some mounts (SMB, some bind mounts) refuse hard links: the key is then created in
+    place, once, as before."""
+    def no_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(lti_tool.os, "link", no_links)
+    monkeypatch.delenv("LTI_PRIVATE_KEY", raising=False)
+    path = tmp_path / "lti-tool-key.pem"
+    first = lti_tool.private_key_pem(path)
+    assert b"PRIVATE KEY" in first and lti_tool.private_key_pem(path) == first
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import os
 import shutil
+import time
 
 import pytest
 from nbgrader.api import Gradebook
@@ -11,7 +12,7 @@ from nbgrader.api import Gradebook
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
 from autograder.service.gradebook import Mirror, NotReady
-from autograder.service.grading import GradebookTaken, GradingThreads
+from autograder.service.grading import ROUND, GradebookTaken, GradingThreads
 from autograder.service.out_of_date import DEADLINES_MARK
 from autograder.service.store import Caps, Store
 from tests.course import copy_course
@@ -168,41 +169,70 @@ def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course
         assert gb.find_submission(ASSIGNMENT, "ada").score == sum(c.max_score for c in checks[True])
 
 
-def test_a_pass_whose_lock_another_process_took_writes_nothing(course_template, tmp_path):
+def test_a_pass_whose_lock_another_process_took_writes_nothing_more(course_template, tmp_path):
     """Passes of the gradebook thread are one process's at a time (the store's lock
     ``gradebook``). A pass that outlived its lock while another process took it over
     stops before its next round: what it chose may be older than what the other writes."""
     course = copy_course(course_template, tmp_path / "course")
-    rows, _, _ = _graded_rows(course, tmp_path, ["ada"])
-    store = Store(tmp_path / "grading.db")
+    learners = [f"l{i:02}" for i in range(ROUND + 1)]
+    _graded_rows(course, tmp_path, learners)
+
+    class TakenOverAfterARound(Store):
+        def mark_recorded(self, *args):
+            super().mark_recorded(*args)
+            with self.engine.begin() as conn:  # our lock ran out; another process took it
+                conn.exec_driver_sql("UPDATE locks SET owner = 'host:2:0', until = ? "
+                                     "WHERE name = 'gradebook'", (time.time() + 120,))
+
+    store = TakenOverAfterARound(tmp_path / "grading.db")
     try:
-        assert store.take_lock("gradebook", "host:2:gradebook", 120.0)
         with pytest.raises(GradebookTaken):
             GradingThreads(store, Mirror(course), None, 1, 0, 30, "best").sync_once()
-        unsynced = [r.id for r in store.unsynced()]
+        unsynced = [r.learner for r in store.unsynced()]
     finally:
         store.engine.dispose()
-    assert unsynced == [rows[0].id] and _submitted(course) == set()
+    assert unsynced == learners[ROUND:] and _submitted(course) == set(learners[:ROUND])
 
 
 def test_a_grade_the_gradebook_cannot_take_holds_up_no_deadline_change(course_template,
                                                                        tmp_path):
-    """bob's result names a cell the gradebook lacks (NotReady: retried each round). The
-    round still writes ada's grade and the penalties under the dates in force (the
-    store's mark), instead of stopping at bob every round."""
+    """Both grades are in the gradebook; then bob's result names a cell the gradebook
+    lacks (NotReady), and the deadlines change. The pass still writes ada's grade and
+    sets the store's mark (the penalties are current), and hands bob's grade back to the
+    rounds that retry it, instead of stopping at bob every round or forgetting him."""
     course = copy_course(course_template, tmp_path / "course")
-    rows, _, _ = _graded_rows(course, tmp_path, ["ada", "bob"])
+    _graded_rows(course, tmp_path, ["ada", "bob"])
     store = Store(tmp_path / "grading.db")
     try:
+        threads = GradingThreads(store, Mirror(course), None, 1, 0, 30, "best")
+        assert threads.sync_round() is None and not store.unsynced()
         with store.engine.begin() as conn:  # bob's check names no cell of the release
             conn.exec_driver_sql("UPDATE submissions SET result = replace(result, "
                                  "'\"grade_id\": \"test_', '\"grade_id\": \"gone_') "
                                  "WHERE learner = 'bob'")
-        threads = GradingThreads(store, Mirror(course), None, 1, 0, 30, "best")
+        store.set_mark(DEADLINES_MARK, "the dates before a change")
         problem = threads.sync_round()
         mark, state = store.mark(DEADLINES_MARK), threads.mirror.deadlines.state()
         unsynced = [r.learner for r in store.unsynced()]
     finally:
         store.engine.dispose()
-    assert isinstance(problem, NotReady) and unsynced == ["bob"]
-    assert mark == state and _submitted(course) == {"ada"}
+    assert isinstance(problem, NotReady) and mark == state and unsynced == ["bob"]
+
+
+def test_a_round_reports_a_fault_before_a_grade_the_gradebook_cannot_take(tmp_path):
+    """One learner's grade the gradebook cannot take is reported every round; a fault of
+    the deadline pass behind it (here a full disk) must still be what the log says."""
+    store = Store(tmp_path / "grading.db")
+    threads = GradingThreads(store, Mirror(tmp_path), None, 1, 0, 30, "best")
+
+    def not_ready():
+        raise NotReady("bob's result names a cell the gradebook lacks")
+
+    def full_disk():
+        raise OSError("No space left on device")
+
+    threads.sync_once, threads.sync_deadlines = not_ready, full_disk
+    try:
+        assert str(threads.sync_round()) == "No space left on device"
+    finally:
+        store.engine.dispose()

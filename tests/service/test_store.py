@@ -77,12 +77,14 @@ def test_newest_wins_while_queued(store):
 def test_a_queued_regrade_is_neither_replaced_nor_counted_by_a_learner(store):
     """The instructor's regrade of bob's graded submission waits in the queue; bob's new
     submission of that exercise must not replace it (his earlier grade would be gone,
-    regraded into nothing), and regrades count against no cap of his or the queue's."""
+    regraded into nothing), and the regrade counts against none of his caps (rate,
+    quota, waiting) nor the queue's."""
     graded = add(store, "bob")
     store.claim("w:1:0", 30)
     assert store.finish(graded, "w:1:0", points(3))
     [regrade] = store.requeue({graded: [graded]})
-    caps = Caps(rate_count=0, per_learner=1, per_client=0, max_queue=1)
+    caps = Caps(rate_count=3, rate_seconds=3600, per_learner=1, per_client=0, max_queue=1,
+                learner_bytes=3 * len(NB))  # his own three notebooks, not the regrade's copy
     mine = add(store, "bob", caps=caps)
     assert store.get(regrade).status == "queued" and store.get(mine).status == "queued"
     again = add(store, "bob", caps=caps)  # his own queued one is still replaced
