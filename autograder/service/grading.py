@@ -258,8 +258,8 @@ class GradingThreads:
             self.problems.pop(threading.current_thread().name, None)  # the store answers
             if not taken:
                 continue
-            problem = self.sync_round()
-            if problem and str(problem) != failing:  # retried next round; logged once per cause
+            problem = self.sync_round()  # retried next round; logged once per cause
+            if problem and str(problem) != failing:
                 log.warning("gradebook not updated yet (will retry): %s", problem)
             failing = problem and str(problem)
 
@@ -328,8 +328,8 @@ class GradingThreads:
         session, readers see a round whole), each marked recorded in the store once its
         round is committed. A round that fails is written again one submission at a time,
         so one bad row holds up no other. Returns ``[(row, error)]`` for those that could
-        not be written (retried later). The gradebook's lock is renewed before each round; raises
-        :class:`GradebookTaken`, writing no more, when another process holds it."""
+        not be written (retried later). The gradebook's lock is renewed before each round;
+        raises :class:`GradebookTaken`, writing no more, when another process holds it."""
         errors = []
         for start in range(0, len(keeps), ROUND):
             if self.stopping.is_set():
@@ -379,8 +379,9 @@ class GradingThreads:
             chosen = self._choose(learner, exercise, lateness)
             if chosen is None:  # regraded meanwhile: its new grading is synced when done
                 continue
-            if chosen[0].gradebook == "recorded":  # already there: only the others to mark
-                self.store.mark_recorded(learner, exercise, chosen[0].id, chosen[1])
+            keep, weighed = chosen
+            if keep.gradebook == "recorded":  # already there: only the others to mark
+                self.store.mark_recorded(learner, exercise, keep.id, weighed)
             else:
                 keeps.append(chosen)
         errors = self._write_rounds(keeps, lateness)

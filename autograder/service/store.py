@@ -247,9 +247,9 @@ class Store:
         submissions per learner, per client and in all (the store reads the counts,
         :mod:`autograder.service.caps` decides). An instructor's regrade (``regrade_of``
         set, :meth:`requeue`) is none of the learner's: it is neither replaced nor counted
-        against their rate, quota or waiting cap, nor against the queue's. ``ahead`` counts queued
-        submissions before this one, regrades included. Raises :class:`CapReached`
-        (nothing written) when a cap is reached.
+        against their rate, quota or waiting cap, nor against the queue's. ``ahead``
+        counts queued submissions before this one, regrades included. Raises
+        :class:`CapReached` (nothing written) when a cap is reached.
         """
         s = submissions.c
         now = time.time() if now is None else now
