@@ -71,7 +71,8 @@ class CourseProxy(ConfigurableHTTPProxy):
         except (OSError, ValueError):
             record = None  # JupyterHub's bare pid, or nothing readable: not ours to trust
         if not self._started_by_us(record):
-            self.log.warning("%s names no proxy this hub started: nothing signalled", self.pid_file)
+            self.log.warning("%s names no proxy this hub started: nothing signalled (stop "
+                             "by hand a proxy an older hub left running)", self.pid_file)
             self._remove_process_files()
             return
         pid = record["pid"]
