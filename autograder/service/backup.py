@@ -201,10 +201,11 @@ def save(args, dest):
 
 def put_course_back(src, manifest, course):
     """Put the backup's course files back where the checkout's differ; ``(changed,
-    extra)`` as :func:`course_files.differing` says (the extra ones are left as they are)."""
+    extra)`` as :func:`course_files.differing` says (the extra ones are left as they are);
+    ``changed`` is None for a backup that holds no course files."""
     saved = manifest.get("course_files")
     if saved is None:  # a backup from before course files were kept: the checkout's stay
-        return [], []
+        return None, []
     changed, extra = course_files.differing(saved, course)
     for key in changed:
         course_files.put_back(key, src / COURSE_FILES / key, saved[key]["mode"], course)
@@ -213,7 +214,9 @@ def put_course_back(src, manifest, course):
 
 def restore(args, src):
     """Put the backup in ``src`` back where ``args`` say (the servers must be stopped);
-    ``(changed, extra)``: the course files put back, and those the backup lacks."""
+    ``(changed, extra)``: the course files put back (None: the backup holds none), and
+    those the backup lacks. SystemExit, before anything is touched, for a backup of the
+    other database kind or naming a course file outside its place."""
     from autograder.service.store import Store, url_text
     url, course, hub = _places(args)
     manifest = json.loads((src / "manifest.json").read_text())
@@ -223,8 +226,11 @@ def restore(args, src):
     if "grading.db" in copied and url.get_backend_name() != "sqlite":
         raise SystemExit("this backup holds a SQLite grading.db; --db names PostgreSQL")
     with private():
-        for key in manifest.get("course_files", {}):
-            course_files.where(key, course)  # a name that leaves its place: refused first
+        for key in manifest.get("course_files") or {}:
+            try:  # a name that leaves its place: refused before anything is touched
+                course_files.where(key, course)
+            except ValueError as exc:
+                raise SystemExit(f"{src}: {exc}; nothing was restored") from None
         changed, extra = put_course_back(src, manifest, course)
         if "grading.db" in copied:
             sqlite_copy(src / "grading.db", url.database)
@@ -263,7 +269,10 @@ def main(argv=None):
         if not (args.folder / "manifest.json").exists():
             p.error(f"{args.folder} holds no backup (no manifest.json)")
         changed, extra = restore(args, args.folder)
-        if changed:
+        if changed is None:
+            print("this backup holds no course files (an older version made it): the "
+                  "checkout's hidden tests and sources stay; they must be those it was graded by")
+        elif changed:
             print("put the backup's course files back (they differed here): " + ", ".join(changed))
         if extra:
             print("course files the backup does not hold, left as they are: " + ", ".join(extra))

@@ -149,6 +149,21 @@ def test_no_live_state_of_the_machine_is_backed_up_or_put_back(course, tmp_path)
     assert {p.name for p in hub.iterdir()} == kept
 
 
+
+@pytest.mark.parametrize("key", ["course/../../outside.py", "grader/../../../outside.py",
+                                 "elsewhere/tests.py", "course/"])
+def test_a_backup_naming_a_file_outside_the_course_is_refused_before_anything(course, tmp_path, key):
+    db, folder, hub = course
+    dest = tmp_path / "backup"
+    assert backup.main(["--db", str(db), "--course", str(folder), "save", str(dest)]) == 0
+    manifest = json.loads((dest / "manifest.json").read_text())
+    manifest["course_files"][key] = {"sha256": "0" * 64, "mode": 0o644}
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    db.unlink()
+    with pytest.raises(SystemExit, match="nothing was restored"):
+        backup.main(["--db", str(db), "--course", str(folder), "restore", str(dest)])
+    assert not db.exists()  # nothing touched: not even the database
+
 def _class_views(service):
     """Every number the instructor sees of update_with_donate, as ``{view: {learner:
     (score, max score)}}``: nbgrader export, the class CSV (api/class.csv's own
