@@ -233,13 +233,15 @@ def test_a_restored_course_is_the_course_that_was_backed_up(monkeypatch):
             service.stop()
 
         fresh = checkout(top / "second")  # a fresh clone, released: its tests say 10 points
-        _release(fresh, ASSIGNMENT)
+        assert _command(fresh, "autograder.release", ASSIGNMENT).returncode == 0  # make release's
+        assert os.stat(fresh / "exercises" / "gradebook.db").st_mode & 0o777 == 0o600
         args = ["--db", str(top / "second-data" / "grading.db"), "--course", str(fresh / "exercises")]
         back = _command(fresh, "autograder.service.backup", *args, "restore", str(top / "backup"))
         assert back.returncode == 0, back.stderr
         assert f"{ASSIGNMENT}/hidden/tests.py" in back.stdout, back.stdout  # it says what it put back
         assert (fresh / TESTS).read_text() == tests.read_text()
-        _release(fresh, ASSIGNMENT)  # make hub's make release, after the restore
+        done = _command(fresh, "autograder.release", ASSIGNMENT)  # make hub's, after the restore
+        assert done.returncode == 0, done.stderr
         again = Service(fresh, fresh / "exercises", cwd=fresh, db=top / "second-data" / "grading.db").start()
         try:
             again.settled_rows()
