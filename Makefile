@@ -151,7 +151,9 @@ drift: book
 
 # A consistent copy of everything the course keeps, taken while it runs, and putting it
 # back (servers stopped): autograder/service/backup.py; GRADER_DB, GRADER_COURSE and
-# HUB_STATE say where the course's data is when not in this checkout.
+# HUB_STATE say where the course's data is when not in this checkout. The backup is
+# its owner's only (0700/0600), holds the course's own files (hidden tests, sources)
+# and no pids, locks or sockets (docs/instructors.md, "Backups").
 BACKUP ?=
 backup: venv
 	@test -n "$(BACKUP)" || { echo "==> say where: make backup BACKUP=/path/to/a/new/folder"; exit 2; }

@@ -104,6 +104,9 @@ def release(exercise, course, url=None):
     if why:
         print(why, file=sys.stderr)
         return REFUSED
+    if not url:
+        from autograder.service.store import owner_only
+        owner_only(course / "gradebook.db")  # made by nbgrader otherwise, as the umask says
     with tempfile.TemporaryDirectory(prefix=".release-", dir=course) as staging:
         argv = [*defaults.release_argv(exercise, Path(sys.executable).parent),
                 f"--CourseDirectory.root={course}",

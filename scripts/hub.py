@@ -2,19 +2,24 @@
 the grading service both answer through its proxy, stop it on Ctrl-C.
 
 The hub runs in this process group, so a Ctrl-C reaches it directly; SIGTERM and
-SIGHUP are passed on. The hub's log is the terminal's, as JupyterHub prints it.
+SIGHUP are passed on. Once it has stopped (and its learners' servers with it), its
+socket folder under ``/run/course-hub`` is removed, unless another hub answers there. The hub's log is the terminal's, as JupyterHub prints it.
 Configuration: ``deploy/hub/jupyterhub_config.py``; ports and the hub's domain come
 from the environment, defaults from ``autograder.defaults.HUB_ENVIRONMENT``.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting
+from deploy.hub.learner_net import socket_folder
 from scripts.stopping import STOPPING, http_status, on_stop_signals
 
 READY_S = 900  # give-up time for the services (the grader imports JAX first)
@@ -50,6 +55,26 @@ def running_message(public: str, auth: str) -> str:
             f"    target link URI: {public}/services/course/")
 
 
+def answers(path: Path) -> bool:
+    """Whether a process listens on the UNIX socket ``path``."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def remove_sockets(folder: Path) -> bool:
+    """Remove the stopped hub's socket ``folder`` (its ``hub.sock``, ``grader.sock`` and
+    learners' folders), unless a hub still answers on one of its two (another ``make
+    hub`` on the same state folder, which this one could not replace). Whether removed."""
+    if not folder.is_dir() or any(answers(folder / n) for n in ("hub.sock", "grader.sock")):
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    return not folder.exists()
+
+
 def main() -> int:
     on_stop_signals()
     hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
@@ -67,7 +92,9 @@ def main() -> int:
                   f"within {READY_S} s; see the hub's log above", file=sys.stderr, flush=True)
             said = True
         time.sleep(0.5)
-    return hub.wait()
+    code = hub.wait()
+    remove_sockets(socket_folder(hub_setting("HUB_STATE")))
+    return code
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ NODES = {
     "tests/service/test_new_exercise.py": {"service"},
     "tests/lti/test_passback.py": {"service"},  # a course's database, a platform, senders
     "tests/service/test_course_changes.py": {"service"},
+    "tests/service/test_backup.py::test_a_restored_course_is": {"service"},
     "tests/grading/test_cli.py": {"grader"},
     "tests/grading/test_golden.py": {"grader"},
     "tests/grading/test_zygote_limits.py": {"grader"},  # starts interpreters

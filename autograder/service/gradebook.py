@@ -182,6 +182,8 @@ class Mirror:
     def _write_notebook(self, exercise, learner, notebook, raw, when):
         """The notebook's bytes as stored (the API serialized them as nbgrader's file)."""
         folder = self.course / "submitted" / learner / exercise
+        for made in (folder.parent.parent, folder.parent, folder):  # instructor only,
+            made.mkdir(mode=0o700, exist_ok=True)  # whatever the umask
         path = folder / f"{notebook}.ipynb"
         atomic_write(path, raw.decode("utf-8", "replace"))
         atomic_write(folder / "timestamp.txt",

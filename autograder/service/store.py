@@ -181,10 +181,29 @@ def url_text(url):
     return url.render_as_string(hide_password=False)
 
 
+def owner_only(path):
+    """Make the database file ``path`` readable by its owner only (0600), whatever the
+    umask (its folder 0700 when made here): created empty when missing (SQLite takes
+    an empty file as an empty database, and gives its journals the file's mode),
+    narrowed when this user owns it. Learners' work and grades: no other user reads
+    them. Raises OSError when the file cannot be made."""
+    path = Path(path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # a folder made for it: 0700
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        info = path.stat()
+        if info.st_uid == os.geteuid() and info.st_mode & 0o077:
+            try:
+                os.chmod(path, 0o600)
+            except OSError:  # a read-only disk: opening the database says so in its words
+                pass
+
+
 def make_engine(url):
     """An engine for ``url`` (see :func:`database_url`) with this module's settings."""
     if url.get_backend_name() == "sqlite":
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        owner_only(url.database)  # learners' notebooks and grades
         engine = create_engine(url, connect_args={"timeout": 60})
 
         @event.listens_for(engine, "connect")

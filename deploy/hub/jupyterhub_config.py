@@ -33,7 +33,6 @@ can listen on one, not even while its server restarts; a port chosen at or above
 ``net.ipv4.ip_unprivileged_port_start`` is warned about at start.
 """
 import grp
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -75,6 +74,7 @@ c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.command = proxy.command()  # configurable-http-proxy, kept alive to servers
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setting('PROXY_API_PORT')}"
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
+c.JupyterHub.proxy_class = proxy.CourseProxy  # signals a leftover proxy only if it is ours
 
 # -- sign-in -------------------------------------------------------------------
 AUTH = setting("HUB_AUTH")
@@ -161,7 +161,7 @@ if os.geteuid() == 0:
     # Each server in a network namespace of its own (course_spawner, learner_net): it
     # listens on a UNIX socket, and reaches the hub and the grader through two more, in
     # a folder of this hub's own (one per state folder: test hubs run side by side).
-    SOCKETS = Path("/run/course-hub") / hashlib.sha256(bytes(STATE)).hexdigest()[:12]
+    SOCKETS = course_spawner.learner_net.socket_folder(STATE)
     c.CourseSpawner.socket_root = str(SOCKETS)
     c.CourseSpawner.grader_address = f"127.0.0.1:{setting('GRADER_PORT')}"
     c.CourseSpawner.hub_connect_url = course_spawner.learner_net.unix_url(SOCKETS / "hub.sock")

@@ -19,9 +19,11 @@ The last two are byte pipes to the same TCP ports any local user can already ope
 """
 import asyncio
 import fcntl
+import hashlib
 import os
 import socket
 import struct
+from pathlib import Path
 from urllib.parse import quote
 
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -35,6 +37,15 @@ def loopback_up():
         asked = fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0))
         flags = struct.unpack(IFREQ, asked)[1]
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+
+
+SOCKETS = Path("/run/course-hub")
+
+
+def socket_folder(state) -> Path:
+    """The ``socket_root`` of the hub whose state folder is ``state``: one folder per
+    state folder below :data:`SOCKETS` (hubs of other checkouts run side by side)."""
+    return SOCKETS / hashlib.sha256(bytes(Path(state).resolve())).hexdigest()[:12]
 
 
 def unix_url(path):

@@ -192,6 +192,7 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
                      env={"HUB_STATE": str(hub)})
     assert saved.returncode == 0, saved.stderr
     assert any(r["status"] in ("queued", "running") for r in service.rows().values())  # mid-burst
+    assert json.loads((backup / "manifest.json").read_text())["submissions"] == len(learners)
     service.stop()
 
     if db:  # the database is lost: an empty one in its place
