@@ -315,6 +315,11 @@ def lifetimes_values() -> dict[str, str]:
     v["plan_peak_plain_mb"] = f"{plan[False].peak_memory_in_bytes / 1e6:.2f}"
     v["plan_peak_donate_mb"] = f"{plan[True].peak_memory_in_bytes / 1e6:.2f}"
     v["plan_drop_bytes"] = plan[False].peak_memory_in_bytes - plan[True].peak_memory_in_bytes
+    total = {d: m.peak_memory_in_bytes + m.temp_size_in_bytes for d, m in plan.items()}
+    v["plan_total_plain_mb"] = f"{total[False] / 1e6:.2f}"
+    v["plan_total_donate_mb"] = f"{total[True] / 1e6:.2f}"
+    v["plan_net_bytes"] = total[False] - total[True]
+    v["plan_net_percent"] = f"{100 * (total[False] - total[True]) / state_nbytes:.0f}"
     v["live_growth_plain_mb"] = f"{live[False] / 1e6:.2f}"
     v["live_growth_donate_mb"] = f"{live[True] / 1e6:.2f}"
     v["live_growth_donate_bytes"] = live[True]
