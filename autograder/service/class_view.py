@@ -5,7 +5,7 @@ per check: pass rate), from the store's :class:`~autograder.service.rows.Submiss
 from collections import Counter
 
 from autograder.service.handler import Refused, submission_view
-from autograder.service.recorded import late_by, recorded
+from autograder.service.recorded import attempt_order, late_by, recorded
 
 
 def listing(store, person, learner=None):
@@ -48,6 +48,7 @@ def class_summary(rows, rule, lateness, due):
     and ``pass_rate`` = passed / learners.
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
+    newest_of = {}  # (exercise, learner) -> their latest graded attempt (recorded.attempt_order)
     for row in rows:
         ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
@@ -60,10 +61,14 @@ def class_summary(rows, rule, lateness, due):
         if row.status != "done" or row.result is None:
             continue
         result = row.result
-        latest.setdefault(row.exercise, {})[row.learner] = result
         ex["max_score"] = result.max_score
-        who["latest"], who["latest_id"] = result.score, row.id
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        newest = newest_of.get((row.exercise, row.learner))
+        if newest is not None and attempt_order(newest) > attempt_order(row):
+            continue  # a regrade of an earlier attempt: not their latest
+        newest_of[(row.exercise, row.learner)] = row
+        latest.setdefault(row.exercise, {})[row.learner] = result
+        who["latest"], who["latest_id"] = result.score, row.id
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
     for (exercise, learner), mine in rows_of.items():
