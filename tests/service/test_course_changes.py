@@ -183,6 +183,8 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
     hub.mkdir()
     sqlite3.connect(hub / "jupyterhub.sqlite").execute("CREATE TABLE users (name TEXT)").connection.commit()
     (hub / "jupyterhub_cookie_secret").write_text("secret\n")
+    from autograder.service.roster import enroll
+    enroll(service.gradebook_url(), ["ada"])  # an extension names an enrolled learner
     for what in (["due", ASSIGNMENT, "2030-01-01 00:00"], ["extend", ASSIGNMENT, "ada", "48"]):
         assert _command(REPO, "autograder.service.deadlines", *args, *what).returncode == 0
     learners = [f"l{i}" for i in range(6)] + ["ada"]
