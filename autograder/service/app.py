@@ -372,7 +372,8 @@ class Health(Base):
                 f"nbgrader export and the class CSV total the old points until you run "
                 f"python -m autograder.service.regrade {ex}"
                 for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]
-                + out_of_date.versions(self.store, self.settings_.exercises)]
+                + out_of_date.versions(self.store, self.settings_.exercises)
+                + out_of_date.unreleased(mirror, self.settings_.exercises)]
         return cache[1]
 
     async def get(self):

@@ -194,14 +194,22 @@ class GradingThreads:
             self.stopping.wait(5.0)
 
     def unloadable(self):
-        """The exercises whose hidden tests on disk cannot be loaded now (their
-        submissions wait, queued; the heartbeat and /api/health say why)."""
-        bad = current.loadable(exercise_names())[1]
+        """The exercises whose submissions wait, queued: those whose hidden tests on disk
+        cannot be loaded now (the heartbeat and /api/health's problems say why), and those
+        whose hidden tests hold a check the released gradebook cannot hold
+        (:meth:`Mirror.unreleased`: /api/health's warnings and the class page say why, until
+        ``make release`` makes them agree; a grade is never made ahead of the gradebook)."""
+        names = exercise_names()
+        bad = current.loadable(names)[1]
         if bad:
             self.problems[HIDDEN_TESTS] = "; ".join(bad[ex] for ex in sorted(bad))
         else:
             self.problems.pop(HIDDEN_TESTS, None)
-        return tuple(bad)
+        try:
+            held = self.mirror.unreleased([n for n in names if n not in bad])
+        except NotReady:
+            held = {}
+        return tuple(bad) + tuple(held)
 
     def _grade_loop(self, slot):
         owner = f"{self.name}:{slot}"

@@ -105,6 +105,58 @@ def _add_check(root):
     source.write_text(json.dumps(nb, indent=1))
 
 
+def _held(answer):
+    return [w for w in answer.get("warnings", []) if "hidden tests changed since release" in w]
+
+
+def _csv_scores(service):
+    """``{learner: score}`` of ``nbgrader export``."""
+    return {k: float(v["score"]) for k, v in service.export().items()}
+
+
+def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook(tmp_path):
+    """A check added before anyone submitted: submissions wait, said on /api/health, until
+    make release succeeds; then each is graded with it and the gradebook holds that grade.
+    Another check added once learners submitted: make release refuses it, submissions
+    wait until the change is undone, and every view agrees on the grade made then."""
+    root, service, answer = _course(tmp_path)
+    tests = root / TESTS
+    try:
+        assert _held(_health(service, lambda a: True)) == []
+        _add_check(root)  # hidden test and graded cell: a release can take it (no submissions)
+        first = service.submit("ada", answer)
+        warned = _health(service, _held)
+        assert warned["ok"] and "test_extra" in _held(warned)[0], warned  # make hub starts
+        assert service.get(first)["status"] == "queued"  # never graded ahead of the gradebook
+        released = _command(root, "autograder.release", ASSIGNMENT)
+        assert released.returncode == 0, released.stderr
+        graded = service.wait_done([first])[first]["result"]
+        assert (graded["score"], graded["max_score"]) == (11, 11), graded["output"]
+        service.settled_rows()
+        assert _csv_scores(service) == {"ada": 11.0}
+        assert _held(_health(service, lambda a: not _held(a))) == []
+
+        kept = tests.read_text()  # now a check in the hidden tests only, after submissions
+        tests.write_text(kept + '\n\n@graded(1, "a second extra")\ndef test_more(obs):\n'
+                         '    """Always passes."""\n')
+        second = service.submit("bob", answer)
+        assert "test_more" in _held(_health(service, _held))[0]
+        refused = _command(root, "autograder.release", ASSIGNMENT)
+        assert refused.returncode == 3, refused.stderr
+        time.sleep(1.0)
+        assert service.get(second)["status"] == "queued"
+        assert _csv_scores(service) == {"ada": 11.0}
+        tests.write_text(kept)  # undone: graded by the tests in force at release
+        graded = service.wait_done([second])[second]["result"]
+        assert (graded["score"], graded["max_score"]) == (11, 11), graded["output"]
+        service.settled_rows()
+        assert _csv_scores(service) == {"ada": 11.0, "bob": 11.0}
+        assert _standing(service, "bob")["recorded"]["score"] == 11
+        assert _held(_health(service, lambda a: not _held(a))) == []
+    finally:
+        service.stop()
+
+
 def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(tmp_path):
     root, service, answer = _course(tmp_path)
     course = root / "exercises"
