@@ -217,7 +217,10 @@ def follow(url, sub_id, headers, deadline):
 
 def _show(sub: dict) -> None:
     result = sub["result"]
-    print(f"Score: {result['score']:g} / {result['max_score']:g} "
+    penalty = sub.get("late_penalty")  # None: on time (or no deadline)
+    counted = "" if penalty is None else \
+        f", counted {max(0.0, result['score'] - penalty):g} / {result['max_score']:g} (late)"
+    print(f"Score: {result['score']:g} / {result['max_score']:g}{counted} "
           f"(graded in {sub['seconds']['grading']:.1f} s). {result['output']}")
     for test in result["tests"]:
         mark = "passed" if test["status"] == "passed" else "FAILED"

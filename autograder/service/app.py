@@ -338,6 +338,14 @@ class SubmissionHandler(Base):
         data = submission_view(row)
         if row.status == "queued":
             data["estimated_wait_seconds"] = await self.wait_estimate(row.queue_position)
+        if data["result"] is not None:  # what it counts, under the deadlines in force now
+            lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
+            try:
+                late = await self.db(lateness, row)
+            except Exception as exc:  # a gradebook that cannot be read costs the note only
+                log.warning("no deadline for the answer on %s (%s)", row.id[:8], exc)
+                late = Lateness()
+            data["late_penalty"] = late.penalty if late.seconds else None
         self.send(200, data)
 
 

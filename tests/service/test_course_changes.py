@@ -3,6 +3,7 @@ edited, a release after submissions, a backup while learners submit. Each change
 applies everywhere without a restart, or is refused before anything is touched, or
 is flagged until it applies (docs/instructors.md)."""
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import exercises
 from autograder.service.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
@@ -89,6 +91,16 @@ def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(tmp_
         assert service.wait_done([third])[third]["result"]["score"] == 11
     finally:
         service.stop()
+
+
+def _make(root, target):
+    """``make target`` in the checkout at ``root`` (its Makefile and the files its .venv
+    target names copied in with their times, so the shared .venv counts as made)."""
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        if not (root / name).exists():
+            shutil.copy2(REPO / name, root / name)
+    return subprocess.run(["make", "--no-print-directory", target], cwd=root,
+                          env=nbgrader_env(root), capture_output=True, text=True, timeout=900)
 
 
 def _add_check(root):
@@ -174,6 +186,12 @@ def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(t
     assert "adds graded cell(s) test_extra" in done.stderr and "nothing changed" in done.stderr
     assert "regrade" in done.stderr and "new exercise" in done.stderr  # the supported paths
     assert {p: p.read_bytes() for p in before} == before
+    made = _make(root, "release")  # the other exercises are released, the refusal said
+    assert made.returncode != 0 and f"make release refused: {ASSIGNMENT}" in made.stdout, made
+    assert released.read_bytes() == before[released]  # kept as released before
+    others = [course / "release" / ex / f"{ex}.ipynb" for ex in exercises.names()]
+    assert all(p.is_file() for p in others)
+    assert _make(root, "released").returncode == 0  # what make book, serve and hub run
 
     (root / TESTS).write_text((REPO / TESTS).read_text().replace(VALUES, VALUES.replace("(2,", "(3,")))
     source = f"exercises/source/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"

@@ -51,6 +51,8 @@ def test_late_work_is_graded_but_keeps_the_on_time_grade(new_service, course_tem
     ids = [on_time, late["id"], extended["id"], only_late]
     answers = service.wait_done(ids)
     assert answers[late["id"]]["result"]["score"] == 10  # graded in full, feedback and all
+    # what it counts, as the submit cell prints it: "Score: 10 / 10, counted 0 / 10 (late)"
+    assert answers[late["id"]]["late_penalty"] == 10 and answers[on_time]["late_penalty"] is None
     service.wait_gradebook(ids)
     rows = service.export()
     assert (float(rows["ada"]["score"]), float(rows["ada"]["late_submission_penalty"])) == (10, 0)
