@@ -211,6 +211,18 @@ class GradingThreads:
             held = {}
         return tuple(bad) + tuple(held)
 
+    def ahead_of_gradebook(self, exercise, result):
+        """Whether ``result`` holds checks (grade ids) other than the released gradebook's
+        cells of ``exercise``: hidden tests edited after this grading was claimed
+        (:meth:`unloadable` holds the exercise from then on). False when the exercise is
+        not released, or the gradebook cannot be read now (the mirror retries then)."""
+        try:
+            cells = self.mirror.released_checks().get(exercise)
+        except Exception:  # read again by the next claim's unloadable()
+            return False
+        ids = {c.grade_id for c in result.checks if c.grade_id}
+        return bool(cells and ids and ids != cells)
+
     def _grade_loop(self, slot):
         owner = f"{self.name}:{slot}"
         while not self.stopping.is_set():
@@ -223,6 +235,12 @@ class GradingThreads:
             result = self._grade_renewing(row, slot, owner)
             if self.stopping.is_set():
                 return  # the lease runs out (or the next start requeues it)
+            if self.ahead_of_gradebook(row.exercise, result):
+                # the hidden tests changed while it was graded: it waits with the others
+                self._retry(self.store.give_back, row.id, owner)
+                log.info("%s (%s) graded by hidden tests the gradebook cannot hold: queued "
+                         "again", row.id[:8], row.learner)
+                continue
             if self._retry(self.store.finish, row.id, owner, result.to_record()):
                 log.info("graded %s (%s): %g/%g in %.1f s", row.id[:8], row.learner,
                          result.score, result.max_score, time.monotonic() - start)

@@ -441,6 +441,15 @@ class Store:
                 graded=s.graded + 1, lease_until=None,
                 version=result.get("version") or None)).rowcount == 1
 
+    def give_back(self, sub_id, owner):
+        """Put ``sub_id`` back in the queue, its result discarded, if ``owner`` still holds
+        its lease (a grading made by hidden tests the gradebook cannot hold); True if so."""
+        s = submissions.c
+        with self.engine.begin() as conn:
+            return conn.execute(update(submissions).where(
+                s.id == sub_id, s.status == "running", s.lease_owner == owner).values(
+                status="queued", lease_owner=None, lease_until=None)).rowcount == 1
+
     def release_dead(self, host, alive):
         """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone,
         and free the named locks (:meth:`take_lock`) and outbox rows (grades being posted

@@ -123,3 +123,23 @@ def test_hidden_tests_changed_past_the_release_hold_their_submissions_and_say_wh
         assert change in said[0] and "wait, queued" in said[0], (variant, said)
         page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": said})
         assert "hidden tests changed since release" in page
+
+
+def test_a_grading_made_by_tests_edited_meanwhile_goes_back_to_the_queue(store, tmp_path,
+                                                                           empty_gradebook):
+    """Hidden tests edited after a grading was claimed (the check before the claim saw
+    them as released): its result holds a check the gradebook cannot hold, so it is not
+    stored; the submission waits, queued, with the others."""
+    from autograder.judge import not_run
+    from autograder.results import GradingResult
+    from autograder.service.grading import GradingThreads
+    result = GradingResult(tuple(not_run(EX)), "", "graded", "d", 1.0)
+    released = sorted(c.grade_id for c in result.checks)
+    for cells, ahead in ((released, False), (released[1:], True), (released + ["gone"], True)):
+        mirror = _released(tmp_path / f"cells{len(cells)}", empty_gradebook, cells)
+        assert GradingThreads(store, mirror, None, 1, 0, 30, "best").ahead_of_gradebook(
+            EX, result) is ahead, cells
+    sub = store.admit("ada", EX, b"{}", "10.0.0.1", Caps(rate_count=0))[0]
+    store.claim("host:1:0", 30)
+    assert store.give_back(sub, "host:1:0") and store.get(sub).status == "queued"
+    assert store.claim("host:1:0", 30).id == sub  # graded again, by the tests then in force
