@@ -232,6 +232,13 @@ class Page(Base):
                     "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
 
 
+RETIRED = {  # a result a regrade made stop counting, as a learner's history says it
+    "regraded": "<p>Graded again by a regrade, listed with its new grade: this grade no "
+                "longer counts.</p>",
+    "set_aside": "<p>Graded by older hidden tests and set aside by a regrade: this grade no "
+                 "longer counts.</p>"}
+
+
 def _submission_html(sub):
     head = (f"{escape(sub['exercise'])}, {escape(sub['submitted_at'])} "
             f"(<a href=\"api/submissions/{escape(sub['id'])}/notebook\" download>notebook</a>): ")
@@ -246,6 +253,7 @@ def _submission_html(sub):
     regraded = (f"<p>Regraded with the current hidden tests: {_num(was['score'])} / "
                 f"{_num(was['max_score'])} before, {_num(result['score'])} / "
                 f"{_num(result['max_score'])} now.</p>" if was else "")
+    regraded += RETIRED.get(sub["status"], "")
     return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>{regraded}"
             f"<p>{escape(result.get('output', ''))}</p><ul>{tests}</ul>")
 

@@ -60,9 +60,9 @@ def main(argv=None):
     what = "graded submission(s)" if args.every else "recorded submission(s)"
     count = len(made) if args.every else learners
     also = "" if args.every or len(made) == learners else (
-        f" and {len(made) - learners} later attempt(s), each learner's latest")
-    print(f"{args.exercise}: {count} {what}{also} queued for grading with the current hidden "
-          f"tests (version {version[:12]})")
+        f"; and {len(made) - learners} later attempt(s), each the learner's latest")
+    print(f"{args.exercise}: {count} {what} queued for grading with the current hidden "
+          f"tests (version {version[:12]}){also}")
     if args.wait:
         for line in old_to_new(store, made):
             print(line)

@@ -10,6 +10,8 @@ from nbgrader.api import Gradebook
 from autograder.service import regrade
 from autograder.service.app import POINTS_CHECK_S
 from autograder.service.class_view import class_summary
+from autograder.service.classroom import _submission_html
+from autograder.service.handler import submission_view
 from autograder.service.recorded import standing
 from autograder.service.recorded import on_time
 from autograder.service.store import Caps, Store
@@ -136,3 +138,6 @@ def test_after_a_regrade_latest_is_still_the_latest_attempt(tmp_path):
     assert (ada["recorded"], ada["recorded_id"], ada["submissions"]) == (9.0, again[ids[0]], 3)
     mine = standing([r for r in rows if r.status == "done"], "best")
     assert (mine["latest"]["id"], mine["recorded"]["id"]) == (again[ids[2]], again[ids[0]])
+    history = {r.id: _submission_html(submission_view(r)) for r in rows}  # her grades page
+    assert "set aside by a regrade" in history[ids[1]] and "no longer counts" in history[ids[0]]
+    assert "no longer counts" not in history[again[ids[2]]]
