@@ -123,7 +123,7 @@ def main(argv=None):
     p.add_argument("exercise")
     args = p.parse_args(argv)
     config.known_name(p, "exercise", args.exercise, exercises.names(),
-                      "(register one in autograder/exercises/__init__.py)")
+                      " (registered in autograder/exercises/__init__.py)")
     mirror = config.mirror_of(args)  # the gradebook the grading service writes
     return release(args.exercise, args.course, None if mirror.sqlite else mirror.url)
 

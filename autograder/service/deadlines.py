@@ -34,7 +34,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.command != "show":
         config.known_name(p, "exercise", args.exercise, exercises.names(),
-                          "(the registered exercises: autograder/exercises/__init__.py)")
+                          " (registered in autograder/exercises/__init__.py)")
     mirror = config.mirror_of(args)
     try:
         when = None if getattr(args, "when", "none") == "none" else \
@@ -49,9 +49,9 @@ def main(argv=None):
                 gb.find_assignment(args.exercise)
             except MissingEntry:
                 p.error(f"{args.exercise} is not in the gradebook: release it first (make release)")
-            config.known_name(p, "learner", args.learner, known_learners(gb, mirror, args),
-                              "(nbgrader's students and every learner who submitted; add one "
-                              "with nbgrader db student add NAME)")
+            config.known_name(p, "learner", args.learner, known_learners(gb, args),
+                              " (nbgrader's students and everyone who submitted; add one with "
+                              "nbgrader db student add NAME)")
             gb.update_or_create_student(args.learner)
             update_or_create_submission(gb, args.exercise, args.learner,
                                         extension=datetime.timedelta(hours=args.hours))
@@ -63,7 +63,7 @@ def main(argv=None):
     return 0
 
 
-def known_learners(gb, mirror, args):
+def known_learners(gb, args):
     """The learners an extension may name: nbgrader's students in ``gb`` and everyone with a
     submission in the service's store (when it exists). Names, a set."""
     from autograder.service.store import Store, database_url

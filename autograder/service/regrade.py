@@ -46,7 +46,8 @@ def main(argv=None):
     p.add_argument("--wait", action="store_true",
                    help="wait until the regrades are graded and print old -> new per learner")
     args = p.parse_args(argv)
-    config.known_name(p, "exercise", args.exercise, exercises.names())
+    config.known_name(p, "exercise", args.exercise, exercises.names(),
+                      " (registered in autograder/exercises/__init__.py)")
     try:
         version = current.version(args.exercise)
     except current.NotLoadable as exc:

@@ -72,7 +72,7 @@ def test_an_unknown_exercise_is_refused_by_every_command(course, capsys, command
     module, argv = _commands(exercise=wrong)[command]
     said = _refused(course, capsys, module, argv)
     assert f"unknown exercise {wrong!r}" in said and f"did you mean {ASSIGNMENT!r}" in said, said
-    assert "nothing was changed" in said and "silent_donation" in said  # the known ones
+    assert "Nothing was changed" in said and "silent_donation" in said  # the known ones
 
 
 @pytest.mark.parametrize("variant", WRONG_LEARNERS)
