@@ -152,12 +152,18 @@ class Mirror:
         if self._released is None or now - self._released[0] > RELEASED_CHECK_S:
             found = {}
             if not self.missing():
-                with Gradebook(self.url) as gb:
-                    for assignment in gb.assignments:
-                        cells = frozenset(c.name for nb in assignment.notebooks
-                                          for c in nb.grade_cells)
-                        if cells:
-                            found[assignment.name] = cells
+                with self._lock:  # the Gradebook kept open: no engine made every read
+                    gb = self._gradebook()
+                    try:
+                        for assignment in gb.assignments:
+                            cells = frozenset(c.name for nb in assignment.notebooks
+                                              for c in nb.grade_cells)
+                            if cells:
+                                found[assignment.name] = cells
+                    except BaseException:
+                        self._close()
+                        raise
+                    gb.db.rollback()  # the read's transaction ends: the next sees a release
             self._released = (now, found)
         return self._released[1]
 
