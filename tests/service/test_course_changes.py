@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import exercises
+from autograder import exercises, learner_submit
 from autograder.service.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
@@ -126,7 +126,8 @@ def _csv_scores(service):
     return {k: float(v["score"]) for k, v in service.export().items()}
 
 
-def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook(tmp_path):
+def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook(
+        tmp_path, monkeypatch, capsys):
     """A check added before anyone submitted: submissions wait, said on /api/health, until
     make release succeeds; then each is graded with it and the gradebook holds that grade.
     Another check added once learners submitted: make release refuses it, submissions
@@ -139,7 +140,12 @@ def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook
         first = service.submit("ada", answer)
         warned = _health(service, _held)
         assert warned["ok"] and "test_extra" in _held(warned)[0], warned  # make hub starts
-        assert service.get(first)["status"] == "queued"  # never graded ahead of the gradebook
+        waiting = service.get(first)
+        assert waiting["status"] == "queued"  # never graded ahead of the gradebook
+        assert "waiting for the instructor" in waiting["held"], waiting  # the learner reads why
+        monkeypatch.setattr(learner_submit, "HOLD_S", 1)  # the submit cell's poll, held 1 s
+        assert learner_submit.follow(service.url, first, {}, time.monotonic() + 2.5) is None
+        assert capsys.readouterr().out.count("Received, waiting for the instructor") == 1
         released = _command(root, "autograder.release", ASSIGNMENT)
         assert released.returncode == 0, released.stderr
         graded = service.wait_done([first])[first]["result"]
