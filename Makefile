@@ -31,7 +31,7 @@ GRADESCOPE_VISIBILITY ?= $(call default,GRADESCOPE_VISIBILITY)
 # (plain Python: no venv needed to read it). Released into exercises/release/ for the site.
 ASSIGNMENTS = $(shell $(READER) -c "from autograder.exercises import names; print(*names())")
 
-.PHONY: venv release book serve hub test test-fast gradescope drift backup restore clean
+.PHONY: venv release released book serve hub test test-fast gradescope drift backup restore clean
 venv: $(VENV)/.installed
 # thebe (served by the site) and axe-core (browser tests), from the npm registry.
 NODE_DEPS := node_modules/.package-lock.json
@@ -60,7 +60,13 @@ RELEASED := exercises/release/.released
 RELEASE_INPUTS := $(shell find exercises/source -type f -not -path "*/.ipynb_checkpoints/*") \
   exercises/nbgrader_config.py autograder/learner_submit.py autograder/nbgrader_release.py \
   autograder/exercises/__init__.py $(wildcard autograder/exercises/*/hidden/tests.py) $(VENV)/.installed
-release:
+# make release fails (make: Error 3) when it refused an exercise; make book, serve, hub and
+# test release through `released`, which starts them with that exercise's kept release
+# (the grading service holds its new submissions and says why: docs/instructors.md).
+REFUSED := exercises/release/.refused
+release: released
+	@if [ -s $(REFUSED) ]; then echo "==> make release refused:$$(cat $(REFUSED))"; exit 3; fi
+released:
 	@test -f exercises/gradebook.db || rm -f $(RELEASED)  # the gradebook must know them too
 	@$(MAKE) --no-print-directory --silent $(RELEASED)
 # autograder/release.py runs nbgrader generate_assignment for one exercise without ever
@@ -73,10 +79,10 @@ $(RELEASED): $(RELEASE_INPUTS) autograder/release.py
 	  PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m autograder.release "$$a"; rc=$$?; \
 	  if [ $$rc -eq 3 ]; then refused="$$refused $$a"; elif [ $$rc -ne 0 ]; then exit 1; fi; done; \
 	  if [ -n "$$refused" ]; then echo "==> not released (kept as released before):$$refused"; \
-	  else touch $@; fi
+	  mkdir -p $(dir $(REFUSED)); echo "$$refused" > $(REFUSED); else rm -f $(REFUSED); touch $@; fi
 
 BUILD_LOCK = $(if $(shell command -v flock),flock _build/.build.lock)
-book: release $(NODE_DEPS)
+book: released $(NODE_DEPS)
 	@mkdir -p _build/logs
 	@echo "==> building the site into _build/html (strict: warnings are errors; cached execution; log: _build/logs/book.log)"
 	@# TF_CPP_MIN_LOG_LEVEL=3: the lessons read donated buffers on purpose, and XLA's C++
@@ -115,7 +121,7 @@ hub: book
 # fifth of its time); tests that share a build or a module's fixtures stay on one worker
 # (tests/tiers.py: group_of; tests/conftest.py: the scheduler). The
 # 30 slowest steps are listed at the end: where the suite's time goes, run by run.
-test: release $(NODE_DEPS)
+test: released $(NODE_DEPS)
 	@echo "==> running the test suite"
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests -n auto --durations=30
 

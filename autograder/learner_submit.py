@@ -198,7 +198,7 @@ def follow(url, sub_id, headers, deadline):
     restarted service grades it."""
     request = urllib.request.Request(f"{url}/api/submissions/{sub_id}?wait={HOLD_S:g}",
                                      headers=headers)
-    told = False
+    told = held = False  # each said once: no answer; held for the instructor
     while time.monotonic() < deadline:
         try:
             sub = _call(request, timeout=HOLD_S + 30)
@@ -211,13 +211,19 @@ def follow(url, sub_id, headers, deadline):
             continue
         if sub["status"] == "done":
             return sub
+        if sub.get("held") and not held:
+            print(f"Received, {sub['held']}.", flush=True)
+            held = True
         time.sleep(1)
     return None
 
 
 def _show(sub: dict) -> None:
     result = sub["result"]
-    print(f"Score: {result['score']:g} / {result['max_score']:g} "
+    penalty = sub.get("late_penalty")  # None: on time (or no deadline)
+    counted = "" if penalty is None else \
+        f", counted {max(0.0, result['score'] - penalty):g} / {result['max_score']:g} (late)"
+    print(f"Score: {result['score']:g} / {result['max_score']:g}{counted} "
           f"(graded in {sub['seconds']['grading']:.1f} s). {result['output']}")
     for test in result["tests"]:
         mark = "passed" if test["status"] == "passed" else "FAILED"

@@ -123,8 +123,10 @@ def main(argv=None):
     from autograder.service import config
     p = config.parser("python -m autograder.release", __doc__.split("\n\n")[0],
                       names=("GRADER_DB", "GRADER_COURSE"))
-    p.add_argument("exercise", choices=exercises.names())
+    p.add_argument("exercise")
     args = p.parse_args(argv)
+    config.known_name(p, "exercise", args.exercise, exercises.names(),
+                      " (registered in autograder/exercises/__init__.py)")
     mirror = config.mirror_of(args)  # the gradebook the grading service writes
     return release(args.exercise, args.course, None if mirror.sqlite else mirror.url)
 

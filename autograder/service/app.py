@@ -32,6 +32,7 @@ import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
+from autograder.exercises import current
 from autograder.exercises import names as exercise_names
 from autograder.service import (caps, classroom, health, lti_routes, out_of_date, recorded,
                                 waiting)
@@ -46,6 +47,8 @@ MAX_DEPTH = 64  # JSON nesting levels; a notebook needs about 6
 # client gets the 413 and not a reset connection (which the hub's proxy turns into
 # its own 503 page); a bigger one is refused from its Content-Length and cut off.
 DRAIN_BYTES = 256 * 2**20
+HELD_WORDS = ("waiting for the instructor, who is changing this exercise's checks: it is "
+              "graded as soon as they are done, and nothing is lost meanwhile")
 POINTS_CHECK_S = 5.0  # how often the health check compares the gradebook's points
 
 
@@ -338,7 +341,28 @@ class SubmissionHandler(Base):
         data = submission_view(row)
         if row.status == "queued":
             data["estimated_wait_seconds"] = await self.wait_estimate(row.queue_position)
+            if await self.db(self.held, row.exercise):
+                data["held"] = HELD_WORDS
+        if data["result"] is not None:  # what it counts, under the deadlines in force now
+            lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
+            try:
+                late = await self.db(lateness, row)
+            except Exception as exc:  # a gradebook that cannot be read costs the note only
+                log.warning("no deadline for the answer on %s (%s)", row.id[:8], exc)
+                late = Lateness()
+            data["late_penalty"] = late.penalty if late.seconds else None
         self.send(200, data)
+
+
+    def held(self, exercise):
+        """Whether ``exercise``'s submissions wait for the instructor (hidden tests that
+        cannot be loaded, or that changed past what the gradebook holds)."""
+        if current.loadable([exercise])[1]:
+            return True
+        try:
+            return bool(self.application.settings["mirror"].unreleased([exercise]))
+        except Exception:  # a gradebook that cannot be read costs the note only
+            return False
 
 
 class SubmittedNotebook(SubmissionHandler):
@@ -372,7 +396,8 @@ class Health(Base):
                 f"nbgrader export and the class CSV total the old points until you run "
                 f"python -m autograder.service.regrade {ex}"
                 for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]
-                + out_of_date.versions(self.store, self.settings_.exercises)]
+                + out_of_date.versions(self.store, self.settings_.exercises)
+                + out_of_date.unreleased(mirror, self.settings_.exercises)]
         return cache[1]
 
     async def get(self):

@@ -48,6 +48,17 @@ def render(data, site="../course/book/intro.html"):
         '<script src="static/list.min.js"></script></body></html>')
 
 
+def refusal(message):
+    """The page a browser gets instead of the class page (a learner, or nobody signed in):
+    ``message`` (the API's words for the 403), and the way to one's own grades."""
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<title>Instructors only</title><link rel="stylesheet" href="static/class-page.css">'
+            '</head><body><main><h1>Instructors only</h1>'
+            f"<p>{escape(message[:1].upper() + message[1:])}.</p>"
+            '<p><a href="./">Your grades</a></p></main></body></html>')
+
+
 def _out_of_date(sentences):
     """Where recorded grades are out of date (:mod:`.out_of_date`), above everything."""
     if not sentences:
@@ -65,18 +76,23 @@ def _exercise(name, ex):
     started = sum(1 for r in learners if r["submissions"])
     graded = len(ex["scores"])
     due = f", due {ex['due']:%Y-%m-%d %H:%M} UTC" if ex["due"] else ""
-    return (
+    head = (
         f'<section class="exercise" id="{_id(name)}" aria-labelledby="{_id(name)}-h">'
         f'<h2 id="{_id(name)}-h">{escape(name)}</h2>'
         f"<p>{len(learners)} learners, {started} submitted, {graded} graded; out of {_num(ex['max_score'])} "
-        f"points; recorded grade: {escape(ex['recorded_rule'])}{escape(due)}.</p>"
-        "<h3>Where the class is stuck</h3>"
+        f"points; recorded grade: {escape(ex['recorded_rule'])}{escape(due)}.</p>")
+    table = f"<h3>Learners</h3>{_table(name, learners, ex['max_score'])}</section>"
+    if not ex["times"]:  # nothing to plot: no axes around nothing
+        return head + '<p class="empty">No submissions yet.</p>' + table
+    return (
+        head + "<h3>Where the class is stuck</h3>"
         + _figure("Pass rate of each check (latest submissions)",
                   class_plots.pass_rates(ex["checks"]) if ex["checks"] else "")
-        + _groups(name, ex["checks"])
-        + _figure("Recorded scores", class_plots.distribution(ex["scores"], ex["max_score"]))
+        + _not_graded(ex.get("not_graded", ())) + _groups(name, ex["checks"])
+        + (_figure("Recorded scores", class_plots.distribution(ex["scores"], ex["max_score"]))
+           if ex["scores"] else "")
         + _figure("Submissions over time", class_plots.timeline(ex["times"], ex["due"]))
-        + f"<h3>Learners</h3>{_table(name, learners, ex['max_score'])}</section>")
+        + table)
 
 
 def _figure(caption, svg):
@@ -93,11 +109,34 @@ def _groups(exercise, checks):
             continue
         items = "".join(
             f'<li class="group"><span class="count">{g["count"]} \u00d7</span> '
-            f'<code class="observation">{escape(g["observation"])}</code> {_names(g["learners"])}</li>'
+            f'<code class="observation">{_masked(g["observation"])}</code> {_names(g["learners"])}</li>'
             for g in check["groups"])
         parts.append(f'<h4 class="check">{escape(check["name"])}: '
                      f'{check["learners"] - check["passed"]} failing</h4><ul class="groups">{items}</ul>')
-    return f'<div class="stuck" data-exercise="{escape(exercise)}">{"".join(parts)}</div>'
+    legend = ('<p class="legend"><var class="masked">n</var> stands for a number that differs '
+              "from learner to learner (a value, an index, a count of elements).</p>"
+              if any("#" in g["observation"] for c in checks for g in c["groups"]) else "")
+    return f'<div class="stuck" data-exercise="{escape(exercise)}">{legend}{"".join(parts)}</div>'
+
+
+def _masked(observation):
+    """An observation with each blanked number (``#``, :func:`class_stats.observation`)
+    shown as a marked <var>n</var>, not a run of hashes."""
+    return escape(observation).replace(
+        "#", '<var class="masked" title="a number that differs from learner to learner">n</var>')
+
+
+def _not_graded(groups):
+    """The learners whose latest notebook could not be graded, by the reason the grader
+    gave (the unedited stub, a syntax error, a missing function)."""
+    if not groups:
+        return ""
+    items = "".join(
+        f'<li class="group"><span class="count">{g["count"]} \u00d7</span> '
+        f'<span class="reason">{escape(g["observation"])}</span> {_names(g["learners"])}</li>'
+        for g in groups)
+    return (f'<h4 class="check">Could not be graded: {sum(g["count"] for g in groups)}</h4>'
+            f'<ul class="groups not-graded">{items}</ul>')
 
 
 def _names(learners):
@@ -122,9 +161,9 @@ def _table(exercise, learners, max_score):
         '</option><option value="never-submitted">never submitted</option>'
         '<option value="never-signed-in">never signed in</option></select></label> '
         '<span class="shown" aria-live="polite"></span></div>'
-        f'<table><caption>{escape(exercise)}: one row a learner</caption><thead><tr>{heads}'
-        f'<th scope="col">feedback (latest)</th></tr></thead><tbody class="list">{rows}</tbody>'
-        "</table></div>")
+        f'<div class="scroll"><table><caption>{escape(exercise)}: one row a learner</caption>'
+        f'<thead><tr>{heads}<th scope="col">feedback (latest)</th></tr></thead>'
+        f'<tbody class="list">{rows}</tbody></table></div></div>')
 
 
 def _row(r, max_score):
@@ -132,6 +171,9 @@ def _row(r, max_score):
                      for f in r["failed"])
     feedback = (f'<details><summary>{len(r["failed"])} failed</summary><ul>{failed}</ul></details>'
                 if failed else "")
+    if r.get("not_graded"):  # as the command line says it, once, not "Not run." per check
+        feedback = f'<p class="not-graded">Not graded: {escape(r["not_graded"])}</p>'
+
     activity = f"{utc(r['last_activity']):%Y-%m-%d %H:%M}" if r["last_activity"] else "-"
     state = " ".join(name for name, on in (  # what the "Show" filter picks rows by
         ("late", r["late"]), ("ungraded", r["recorded"] is None),
@@ -170,10 +212,11 @@ def _progress(progress, exercises, names):
         + f"<td>{_lessons(p['lessons'])}</td></tr>"
         for who, p in progress.items())
     return (f'<section id="progress" aria-labelledby="progress-h"><h2 id="progress-h">Progress '
-            "across the course</h2><table><caption>Recorded score per exercise (\u2713: full "
-            "marks) and the lessons each learner ran code on in the page</caption><thead><tr>"
-            f'<th scope="col">learner</th><th scope="col">exercises done</th>{heads}'
-            f'<th scope="col">lessons run</th></tr></thead><tbody>{rows}</tbody></table></section>')
+            'across the course</h2><div class="scroll"><table><caption>Recorded score per '
+            "exercise (\u2713: full marks) and the lessons each learner ran code on in the page"
+            f'</caption><thead><tr><th scope="col">learner</th><th scope="col">exercises done</th>'
+            f'{heads}<th scope="col">lessons run</th></tr></thead><tbody>{rows}</tbody></table>'
+            "</div></section>")
 
 
 def _lessons(lessons):

@@ -14,6 +14,7 @@ one.
 import re
 from collections import defaultdict
 
+from autograder.exercises import names as registered_names
 from autograder.service.class_view import summary
 from autograder.service.roster import Roster
 
@@ -55,7 +56,9 @@ def class_data(store, rule, deadlines=None, roster=None):
     (True, False: never signed in to the hub, None: not known), ``lms_name`` (the LMS's
     display name, or None),
     ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
-    failed checks: ``name``, ``output``)), ``checks`` (``name``, ``passed``,
+    failed checks: ``name``, ``output``; none when they did not run), ``not_graded`` (why
+    the latest result's checks did not run, or None)), ``not_graded`` (those learners
+    grouped by reason: ``[{"observation", "count", "learners"}]``), ``checks`` (``name``, ``passed``,
     ``learners``, ``pass_rate``, ``groups``: ``[{"observation", "count",
     "learners"}]``, most learners first), ``scores`` (recorded scores, floats) and
     ``times`` (each submission's epoch seconds, oldest first; regrades left out).
@@ -69,9 +72,16 @@ def class_data(store, rule, deadlines=None, roster=None):
             times[(row.exercise, row.learner)].append(row.submitted_at)
     exercises = {name: _exercise(name, view.get(name) or _untried(rule, roster.points.get(name)),
                                  times, deadlines, roster)
-                 for name in sorted(set(view) | set(roster.exercises))}
+                 for name in course_order(set(view) | set(roster.exercises))}
     runs = {who: r for who, r in store.runs().items() if who not in roster.instructors}
     return {"exercises": exercises, "progress": _progress(exercises, runs), "names": roster.names}
+
+
+def course_order(names):
+    """``names`` in the course's order (the registry's, :data:`autograder.exercises.NAMES`),
+    then any the registry no longer has, by name."""
+    registered = {name: i for i, name in enumerate(registered_names())}
+    return sorted(names, key=lambda n: (registered.get(n, len(registered)), n))
 
 
 def _untried(rule, points):
@@ -80,7 +90,7 @@ def _untried(rule, points):
 
 
 NOBODY = {"submissions": 0, "recorded": None, "best": None, "latest": None,
-          "late_seconds": 0.0, "penalty": 0.0, "feedback": []}
+          "late_seconds": 0.0, "penalty": 0.0, "feedback": [], "not_graded": None}
 
 
 def _exercise(name, ex, times, deadlines, roster):
@@ -91,7 +101,7 @@ def _exercise(name, ex, times, deadlines, roster):
     checks = [dict(c, groups=groups.get(c["name"], [])) for c in ex["checks"]]
     return {"max_score": ex["max_score"], "recorded_rule": ex["recorded_rule"],
             "due": deadlines.course_due(name) if deadlines else None,
-            "learners": learners, "checks": checks,
+            "learners": learners, "checks": checks, "not_graded": _not_graded(learners),
             "scores": [r["recorded"] for r in learners if r["recorded"] is not None],
             "times": sorted(t for (exercise, _), ts in times.items() if exercise == name for t in ts)}
 
@@ -103,8 +113,10 @@ def _learner(name, w, times, signed_in):
             "recorded": w["recorded"], "best": w["best"], "latest": w["latest"],
             "submissions": w["submissions"], "late": w["late_seconds"] > 0,
             "late_seconds": w["late_seconds"], "penalty": w["penalty"], "last_activity": max(times, default=None),
-            "failed": [{"name": t["name"], "output": t["output"]} for t in w["feedback"]
-                       if t["status"] != "passed"]}
+            "not_graded": w.get("not_graded"),  # its checks did not run: the reason, once
+            "failed": [] if w.get("not_graded") else [
+                {"name": t["name"], "output": t["output"]} for t in w["feedback"]
+                if t["status"] != "passed"]}
 
 
 def _groups(learners):
@@ -118,6 +130,18 @@ def _groups(learners):
                            for obs, who in groups.items()),
                           key=lambda g: (-g["count"], g["observation"]))
             for check, groups in by.items()}
+
+
+def _not_graded(learners):
+    """The learners whose latest notebook could not be graded, grouped by the reason (its
+    first line, as the command line words it: a missing function's name stays), the
+    largest group first."""
+    by = defaultdict(list)
+    for row in learners:
+        if row["not_graded"]:
+            by[row["not_graded"].strip().splitlines()[0]].append(row["learner"])
+    return sorted(({"observation": why, "count": len(who), "learners": who}
+                   for why, who in by.items()), key=lambda g: (-g["count"], g["observation"]))
 
 
 def _progress(exercises, runs):

@@ -5,7 +5,7 @@ per check: pass rate), from the store's :class:`~autograder.service.rows.Submiss
 from collections import Counter
 
 from autograder.service.handler import Refused, submission_view
-from autograder.service.recorded import late_by, recorded
+from autograder.service.recorded import attempt_order, late_by, recorded
 
 
 def listing(store, person, learner=None):
@@ -43,29 +43,39 @@ def class_summary(rows, rule, lateness, due):
     ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
     recorded submission ``late_seconds`` and ``penalty``;
     ``latest`` and ``best`` score among graded ones, ``latest_id``
-    and ``feedback`` (the latest result's tests: name, status, score, output). For each check:
+    and ``feedback`` (the latest result's tests: name, status, score, output), and
+    ``not_graded``: why its checks did not run (the result's output, as the command line
+    says it: the unedited stub, a syntax error, a missing function), None when they ran.
+    ``latest`` is the latest attempt by submission time (a regrade of an earlier attempt
+    is not it). For each check:
     ``passed`` learners (whose latest result passed it), ``learners`` graded,
     and ``pass_rate`` = passed / learners.
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
+    newest_of = {}  # (exercise, learner) -> their latest graded attempt (recorded.attempt_order)
     for row in rows:
         ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
         who = ex["learners"].setdefault(row.learner, {
             "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
             "late_seconds": 0.0, "penalty": 0.0, "latest": None,
-            "best": None, "latest_id": None, "feedback": []})
+            "best": None, "latest_id": None, "feedback": [], "not_graded": None})
         who["submissions"] += not row.regrade  # a regrade is not a submission of theirs
         rows_of.setdefault((row.exercise, row.learner), []).append(row)
         if row.status != "done" or row.result is None:
             continue
         result = row.result
-        latest.setdefault(row.exercise, {})[row.learner] = result
         ex["max_score"] = result.max_score
-        who["latest"], who["latest_id"] = result.score, row.id
         who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        newest = newest_of.get((row.exercise, row.learner))
+        if newest is not None and attempt_order(newest) > attempt_order(row):
+            continue  # a regrade of an earlier attempt: not their latest
+        newest_of[(row.exercise, row.learner)] = row
+        latest.setdefault(row.exercise, {})[row.learner] = result
+        who["latest"], who["latest_id"] = result.score, row.id
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
+        who["not_graded"] = None if result.status == "graded" else result.output
     for (exercise, learner), mine in rows_of.items():
         who = view[exercise]["learners"][learner]
         when = due(exercise, learner)

@@ -64,6 +64,8 @@ class Me(Base):
 class _Instructors(Base):
     async def prepare(self):
         await super().prepare()
+        if self.person is None:  # a browser sent to the hub's sign-in: already answered
+            return
         if not self.person.instructor:
             raise Refused(403, "instructors_only", "this is the instructors' view of the class")
 
@@ -103,7 +105,8 @@ class Class(_Instructors):
             name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions")),
             **({"lms_name": course.names[who]} if who in course.names else {})}
             for who, signed_in in course.learners.items()}
-        exercises = await self.db(lambda: outbox.annotate(dict(sorted(view.items())), self.store))
+        ordered = {name: view[name] for name in class_stats.course_order(view)}  # the course's
+        exercises = await self.db(lambda: outbox.annotate(ordered, self.store))
         never = await self.db(lambda: lms_roster.never_launched(self.store))
         mirror = self.application.settings["mirror"]
         stale = await self.db(lambda: out_of_date.warnings(self.store, mirror, self.settings_.exercises))
@@ -112,6 +115,16 @@ class Class(_Instructors):
 
 
 class ClassPage(_Instructors):
+    def write_error(self, status_code, **kwargs):
+        """A refusal as a page (a browser opened it), in the same words the API gives."""
+        exc = kwargs.get("exc_info", (None, None))[1]
+        if not isinstance(exc, Refused):
+            return super().write_error(status_code, **kwargs)
+        for name, value in exc.headers.items():
+            self.set_header(name, value)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.finish(class_page.refusal(exc.message))
+
     async def get(self):
         deadlines = self.application.settings["mirror"].deadlines
         course = await self.roster()
@@ -219,6 +232,13 @@ class Page(Base):
                     "<title>Grades</title></head><body><main>" + "".join(parts) + "</main></body></html>")
 
 
+RETIRED = {  # a result a regrade made stop counting, as a learner's history says it
+    "regraded": "<p>Graded again by a regrade, listed with its new grade: this grade no "
+                "longer counts.</p>",
+    "set_aside": "<p>Graded by older hidden tests and set aside by a regrade: this grade no "
+                 "longer counts.</p>"}
+
+
 def _submission_html(sub):
     head = (f"{escape(sub['exercise'])}, {escape(sub['submitted_at'])} "
             f"(<a href=\"api/submissions/{escape(sub['id'])}/notebook\" download>notebook</a>): ")
@@ -233,6 +253,7 @@ def _submission_html(sub):
     regraded = (f"<p>Regraded with the current hidden tests: {_num(was['score'])} / "
                 f"{_num(was['max_score'])} before, {_num(result['score'])} / "
                 f"{_num(result['max_score'])} now.</p>" if was else "")
+    regraded += RETIRED.get(sub["status"], "")
     return (f"<h2>{head}{_num(result['score'])} / {_num(result['max_score'])}</h2>{regraded}"
             f"<p>{escape(result.get('output', ''))}</p><ul>{tests}</ul>")
 

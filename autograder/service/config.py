@@ -5,6 +5,7 @@ Every option has an environment variable, so one set of variables configures
 every process of a deployment (``deploy/README.md``).
 """
 import argparse
+import difflib
 import gc
 import logging
 import os
@@ -27,6 +28,24 @@ def parser(prog, description, names=defaults.STORE):
     p = argparse.ArgumentParser(prog=prog, description=description)
     options.add(p, *names)
     return p
+
+
+def known_name(p, kind, name, known, where=""):
+    """Stop the command (``p.error``: usage, exit status 2) before it touches anything when
+    ``name`` is not one of ``known`` (an iterable of str): an instructor's typo, wrong case
+    or stray space must not make a phantom exercise or learner. The message names the
+    closest known names (:func:`difflib.get_close_matches`, case aside) and every known
+    one; ``kind`` is what a name names ("exercise", "learner"), ``where`` says in words
+    where the known ones come from (and how to add one)."""
+    known = sorted(set(known))
+    if name in known:
+        return name
+    folded = {k.lower(): k for k in known}
+    close = [folded[m] for m in difflib.get_close_matches(name.strip().lower(), folded, n=3)]
+    said = f"unknown {kind} {name!r}" + (f"; did you mean {' or '.join(map(repr, close))}?"
+                                         if close else ".")
+    listed = ", ".join(known[:20]) + (f" and {len(known) - 20} more" if len(known) > 20 else "")
+    p.error(f"{said} The known {kind}s{where}: {listed or 'none yet'}. Nothing was changed.")
 
 
 def setup_logging():

@@ -10,9 +10,11 @@ gradebook (read back by :mod:`autograder.service.lateness`).
 """
 import datetime
 import sys
+from pathlib import Path
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder import exercises
 from autograder.service import config
 from autograder.service.gradebook import update_or_create_submission
 
@@ -30,6 +32,9 @@ def main(argv=None):
     ext.add_argument("hours", type=float)
     sub.add_parser("show", help="print every due date and extension")
     args = p.parse_args(argv)
+    if args.command != "show":
+        config.known_name(p, "exercise", args.exercise, exercises.names(),
+                          " (registered in autograder/exercises/__init__.py)")
     mirror = config.mirror_of(args)
     try:
         when = None if getattr(args, "when", "none") == "none" else \
@@ -44,6 +49,9 @@ def main(argv=None):
                 gb.find_assignment(args.exercise)
             except MissingEntry:
                 p.error(f"{args.exercise} is not in the gradebook: release it first (make release)")
+            config.known_name(p, "learner", args.learner, known_learners(gb, args),
+                              " (nbgrader's students and everyone who submitted; add one with "
+                              "nbgrader db student add NAME)")
             gb.update_or_create_student(args.learner)
             update_or_create_submission(gb, args.exercise, args.learner,
                                         extension=datetime.timedelta(hours=args.hours))
@@ -53,6 +61,18 @@ def main(argv=None):
                 if s.extension:
                     print(f"  {s.student_id}: extension {s.extension}")
     return 0
+
+
+def known_learners(gb, args):
+    """The learners an extension may name: nbgrader's students in ``gb`` and everyone with a
+    submission in the service's store (when it exists). Names, a set."""
+    from autograder.service.store import Store, database_url
+    names = {s.id for s in gb.students}
+    url = database_url(args.db)
+    if url.get_backend_name() != "sqlite" or (url.database and Path(url.database).exists()):
+        store = Store(url)
+        names.update(row.learner for row in store.submissions())
+    return names
 
 
 if __name__ == "__main__":

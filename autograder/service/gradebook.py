@@ -17,6 +17,7 @@ import contextlib
 import datetime
 import os
 import threading
+import time
 from pathlib import Path
 
 from nbgrader.api import BaseCell, Comment, Gradebook, Grade, MissingEntry
@@ -25,6 +26,9 @@ from autograder import exercises
 from autograder.exercises import current
 from autograder.results import atomic_write
 from autograder.service.lateness import Deadlines
+
+
+RELEASED_CHECK_S = 2.0  # how often the released exercises' checks are read again
 
 
 class NotReady(Exception):
@@ -67,6 +71,7 @@ class Mirror:
         self.url = f"sqlite:///{self.course / 'gradebook.db'}" if url is None else url
         self._deadlines = None
         self._open = None  # (Gradebook, the SQLite file's identity) kept between writings
+        self._released = None  # (when read, released_checks' answer)
         self._lock = threading.Lock()
 
     @property
@@ -138,6 +143,56 @@ class Mirror:
         if self._open is not None:
             self._open[0].close()
             self._open = None
+
+    def released_checks(self):
+        """``{exercise: frozenset of grade cell names}`` of every exercise released into the
+        gradebook with graded cells (what it can hold a grade of); read at most every
+        :data:`RELEASED_CHECK_S` seconds (only a release changes them)."""
+        now = time.monotonic()
+        if self._released is None or now - self._released[0] > RELEASED_CHECK_S:
+            found = {}
+            if not self.missing():
+                with self._lock:  # the Gradebook kept open: no engine made every read
+                    gb = self._gradebook()
+                    try:
+                        for assignment in gb.assignments:
+                            cells = frozenset(c.name for nb in assignment.notebooks
+                                              for c in nb.grade_cells)
+                            if cells:
+                                found[assignment.name] = cells
+                    except BaseException:
+                        self._close()
+                        raise
+                    gb.db.rollback()  # the read's transaction ends: the next sees a release
+            self._released = (now, found)
+        return self._released[1]
+
+    def unreleased(self, names):
+        """``{exercise: why}`` for each of ``names`` whose hidden tests on disk now hold a
+        check (a grade id) the released gradebook has no cell for, or lack one it has: its
+        submissions wait, queued, until a release makes the two agree, so no grade is made
+        that the gradebook, ``nbgrader export`` and the class CSV could not hold. An
+        exercise not released yet, or whose hidden tests cannot be loaded now, is not
+        named here (each has its own sentence)."""
+        released, why = self.released_checks(), {}
+        for name in names:
+            if name not in released:
+                continue
+            try:
+                tests = {test for test, _, _ in exercises.get(name).tests()}
+            except current.NotLoadable:
+                continue
+            added, removed = sorted(tests - released[name]), sorted(released[name] - tests)
+            if added or removed:
+                change = "; ".join(filter(None, [
+                    added and f"they add check(s) {', '.join(added)}",
+                    removed and f"they remove check(s) {', '.join(removed)}"]))
+                why[name] = (f"{name}: hidden tests changed since release: run make release "
+                             f"({change}, which the released gradebook cannot hold). Until it "
+                             f"succeeds, submissions of {name} wait, queued. Once learners "
+                             "have submitted, make release refuses this: undo the change, or "
+                             "put the new check in a new exercise (docs/exercises.md)")
+        return why
 
     def points_disagree(self, exercise, fix=False):
         """Where the gradebook's points for ``exercise`` differ from its hidden tests'

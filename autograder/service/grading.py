@@ -194,14 +194,34 @@ class GradingThreads:
             self.stopping.wait(5.0)
 
     def unloadable(self):
-        """The exercises whose hidden tests on disk cannot be loaded now (their
-        submissions wait, queued; the heartbeat and /api/health say why)."""
-        bad = current.loadable(exercise_names())[1]
+        """The exercises whose submissions wait, queued: those whose hidden tests on disk
+        cannot be loaded now (the heartbeat and /api/health's problems say why), and those
+        whose hidden tests hold a check the released gradebook cannot hold
+        (:meth:`Mirror.unreleased`: /api/health's warnings and the class page say why, until
+        ``make release`` makes them agree; a grade is never made ahead of the gradebook)."""
+        names = exercise_names()
+        bad = current.loadable(names)[1]
         if bad:
             self.problems[HIDDEN_TESTS] = "; ".join(bad[ex] for ex in sorted(bad))
         else:
             self.problems.pop(HIDDEN_TESTS, None)
-        return tuple(bad)
+        try:
+            held = self.mirror.unreleased([n for n in names if n not in bad])
+        except NotReady:
+            held = {}
+        return tuple(bad) + tuple(held)
+
+    def ahead_of_gradebook(self, exercise, result):
+        """Whether ``result`` holds checks (grade ids) other than the released gradebook's
+        cells of ``exercise``: hidden tests edited after this grading was claimed
+        (:meth:`unloadable` holds the exercise from then on). False when the exercise is
+        not released, or the gradebook cannot be read now (the mirror retries then)."""
+        try:
+            cells = self.mirror.released_checks().get(exercise)
+        except Exception:  # read again by the next claim's unloadable()
+            return False
+        ids = {c.grade_id for c in result.checks if c.grade_id}
+        return bool(cells and ids and ids != cells)
 
     def _grade_loop(self, slot):
         owner = f"{self.name}:{slot}"
@@ -215,6 +235,12 @@ class GradingThreads:
             result = self._grade_renewing(row, slot, owner)
             if self.stopping.is_set():
                 return  # the lease runs out (or the next start requeues it)
+            if self.ahead_of_gradebook(row.exercise, result):
+                # the hidden tests changed while it was graded: it waits with the others
+                self._retry(self.store.give_back, row.id, owner)
+                log.info("%s (%s) graded by hidden tests the gradebook cannot hold: queued "
+                         "again", row.id[:8], row.learner)
+                continue
             if self._retry(self.store.finish, row.id, owner, result.to_record()):
                 log.info("graded %s (%s): %g/%g in %.1f s", row.id[:8], row.learner,
                          result.score, result.max_score, time.monotonic() - start)

@@ -133,13 +133,13 @@ def echo(value):
 def submission_view(sub):
     """The public view of one :class:`~autograder.service.rows.Submission` (a JSON-ready
     dict; only its holder knows the id). Times missing from a done one count as 0."""
-    done = sub.status in ("done", "regraded") and sub.result is not None
+    done = sub.status in ("done", "regraded", "set_aside") and sub.result is not None
     data = {"id": sub.id, "exercise": sub.exercise, "learner": sub.learner,
             "status": sub.status, "submitted_at": _iso(sub.submitted_at),
             "result": sub.result.to_gradescope() if done else None}
     if sub.status == "queued":
         data["queue_position"] = sub.queue_position
-    if sub.status in ("replaced", "regraded"):
+    if sub.status in ("replaced", "regraded", "set_aside"):
         data["replaced_by"] = sub.replaced_by
     if sub.regrade:
         data["regrade"] = True  # an instructor's regrade of an earlier submission

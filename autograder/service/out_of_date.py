@@ -8,7 +8,10 @@ class page shows at its top, until it is put right.
   written under another late policy, due date or extension than those in force now
   (:meth:`~autograder.service.lateness.Deadlines.state`), until the grading service's
   gradebook thread has written them again (within seconds while one runs);
-* hidden tests that cannot be loaded now (their submissions wait, queued).
+* hidden tests that cannot be loaded now (their submissions wait, queued);
+* hidden tests changed since release into a check the released gradebook cannot hold
+  (:meth:`~autograder.service.gradebook.Mirror.unreleased`; their submissions wait,
+  queued, until ``make release`` succeeds or the change is undone).
 """
 from autograder.exercises import current
 
@@ -17,8 +20,13 @@ DEADLINES_MARK = "gradebook_deadlines"  # the store's mark: the Deadlines.state 
 
 def warnings(store, mirror, exercises):
     """Every sentence of the module (a list; empty when every recorded grade is up to
-    date): :func:`versions` then :func:`penalties`."""
-    return versions(store, exercises) + penalties(store, mirror)
+    date): :func:`versions`, :func:`unreleased`, then :func:`penalties`."""
+    return versions(store, exercises) + unreleased(mirror, exercises) + penalties(store, mirror)
+
+
+def unreleased(mirror, exercises):
+    """Sentences on hidden tests changed since release beyond what the gradebook holds."""
+    return [why for _, why in sorted(mirror.unreleased(exercises).items())]
 
 
 def versions(store, exercises):

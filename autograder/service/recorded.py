@@ -36,8 +36,14 @@ def recorded(rows, rule, lateness=on_time):
         return None
     if rule == "latest":
         timely = [r for r in graded if not lateness(r).seconds]
-        return max(timely or graded, key=lambda r: r.seq)
+        return max(timely or graded, key=attempt_order)
     return max(graded, key=lambda r: (r.score - lateness(r).penalty, r.seq))
+
+
+def attempt_order(row):
+    """The order of a learner's attempts: when they were submitted (a regrade keeps its
+    attempt's time, and is newer than none of the attempts after it), then the store's."""
+    return (row.submitted_at, row.seq)
 
 
 def _graded(rows):
@@ -68,7 +74,7 @@ def standing(rows, rule, lateness=on_time):
                 "submitted_at": _iso(row.submitted_at)}
 
     graded = _graded(rows)
-    newest = max(graded, key=lambda r: r.seq) if graded else None
+    newest = max(graded, key=attempt_order) if graded else None
     return {"rule": rule, "recorded": brief(recorded(rows, rule, lateness)), "latest": brief(newest)}
 
 

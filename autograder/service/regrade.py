@@ -9,9 +9,12 @@
    ``nbgrader export`` totals follow the tests. (``nbgrader generate_assignment``
    itself refuses to change an assignment that has submissions.)
 2. Queues each learner's recorded submission (:mod:`autograder.service.recorded`)
-   again, or with ``--every`` every graded attempt, with its notebook and its
-   original submission time (deadlines still apply); the earlier results stay in
-   the history as ``regraded``, and only the new results count (:meth:`Store.requeue`),
+   again, and their latest attempt when that is another one (so "latest" on the class
+   page is still their latest attempt, graded by the tests now), or with ``--every``
+   every graded attempt, with its notebook and its original submission time
+   (deadlines still apply); the results graded again stay in the history as
+   ``regraded``, the learner's other attempts as ``set_aside`` (not graded again),
+   and only the new results count (:meth:`Store.requeue`),
    beside any submission graded while this command ran (it was not among those read).
    Each new submission says what it regrades (``regrade_of``: the old score, points
    and version), so each learner reads old -> new beside it.
@@ -43,8 +46,8 @@ def main(argv=None):
     p.add_argument("--wait", action="store_true",
                    help="wait until the regrades are graded and print old -> new per learner")
     args = p.parse_args(argv)
-    if args.exercise not in exercises.names():
-        p.error(f"unknown exercise {args.exercise!r}; known: {', '.join(exercises.names())}")
+    config.known_name(p, "exercise", args.exercise, exercises.names(),
+                      " (registered in autograder/exercises/__init__.py)")
     try:
         version = current.version(args.exercise)
     except current.NotLoadable as exc:
@@ -54,9 +57,13 @@ def main(argv=None):
     for change in mirror.points_disagree(args.exercise, fix=True):
         print(f"{args.exercise}: gradebook points set to the hidden tests' ({change})")
     made = queue(store, args.exercise, args.recorded, late_by(mirror.deadlines), args.every)
+    learners = len({store.get(i).learner for i in made})
     what = "graded submission(s)" if args.every else "recorded submission(s)"
-    print(f"{args.exercise}: {len(made)} {what} queued for grading with the current hidden "
-          f"tests (version {version[:12]})")
+    count = len(made) if args.every else learners
+    also = "" if args.every or len(made) == learners else (
+        f"; and {len(made) - learners} later attempt(s), each the learner's latest")
+    print(f"{args.exercise}: {count} {what} queued for grading with the current hidden "
+          f"tests (version {version[:12]}){also}")
     if args.wait:
         for line in old_to_new(store, made):
             print(line)
@@ -69,7 +76,7 @@ def queue(store, exercise, rule, lateness, every=False):
     place of every graded one read, or with ``every`` each graded one in its own place.
     The new ids. Only submissions read here are replaced: one graded meanwhile (a learner
     submitting during the regrade) still counts."""
-    from autograder.service.recorded import recorded
+    from autograder.service.recorded import attempt_order, recorded
 
     replacing = {}
     for learner in store.learners(exercise):
@@ -78,6 +85,9 @@ def queue(store, exercise, rule, lateness, every=False):
             replacing.update((row.id, [row.id]) for row in rows)
         elif (keep := recorded(rows, rule, lateness)) is not None:
             replacing[keep.id] = [row.id for row in rows]
+            newest = max(rows, key=attempt_order)  # their latest feedback: the tests' now too
+            if newest.id != keep.id:
+                replacing[newest.id] = [newest.id]
     return store.requeue(replacing)
 
 

@@ -12,7 +12,7 @@ from autograder import results
 class Submission:
     """One submission. Times are UNIX seconds (floats; None before they happen).
 
-    ``status``: ``queued``, ``running``, ``done``, ``replaced`` or ``regraded``
+    ``status``: ``queued``, ``running``, ``done``, ``replaced``, ``regraded`` or ``set_aside``
     (autograder/service/store.py). ``result``: the
     :class:`~autograder.results.GradingResult` of a graded one, else None.
     ``regrade``: an instructor's regrade of an earlier submission (known to the

@@ -7,7 +7,8 @@ exercise, the notebook as received, its state and, when done, its result
 before grading began (newest wins, among the learner's own: an instructor's queued
 regrade is never replaced; ``replaced_by`` names the newer one), and
 ``done`` -> ``regraded`` when an instructor's regrade queued it again
-(:meth:`Store.requeue`; ``replaced_by`` names the new grading).
+(:meth:`Store.requeue`; ``replaced_by`` names the new grading), or ``done`` ->
+``set_aside`` when a regrade made its result stop counting without grading it again.
 
 Queue claims are leases. :meth:`Store.claim` marks a row ``running`` with
 ``lease_owner`` and ``lease_until``; the worker renews the lease while it
@@ -459,6 +460,15 @@ class Store:
                 graded=s.graded + 1, lease_until=None,
                 version=result.get("version") or None)).rowcount == 1
 
+    def give_back(self, sub_id, owner):
+        """Put ``sub_id`` back in the queue, its result discarded, if ``owner`` still holds
+        its lease (a grading made by hidden tests the gradebook cannot hold); True if so."""
+        s = submissions.c
+        with self.engine.begin() as conn:
+            return conn.execute(update(submissions).where(
+                s.id == sub_id, s.status == "running", s.lease_owner == owner).values(
+                status="queued", lease_owner=None, lease_until=None)).rowcount == 1
+
     def release_dead(self, host, alive):
         """Requeue rows leased by processes on ``host`` that ``alive(pid)`` says are gone,
         and free the named locks (:meth:`take_lock`) and outbox rows (grades being posted
@@ -564,10 +574,12 @@ class Store:
         the graded submissions its new row replaces (itself included). Each new row has
         the old one's learner, exercise, notebook and submission time, the client
         ``regrade``, and as ``regrade_of`` the old one's id, score, points and version
-        (what learners and the instructor read as old -> new). The replaced rows are kept,
-        with their results, as ``regraded`` (``replaced_by`` the new row), so only the new
-        result counts; a graded row not named stays as it is (one graded after the caller
-        read them). The new ids; a submission no longer graded is skipped."""
+        (what learners and the instructor read as old -> new). The row graded again is
+        kept, with its result, as ``regraded``; the other rows it replaces (and that are
+        not graded again themselves) as ``set_aside`` (graded by older tests, not again);
+        both with ``replaced_by`` the new row, so only the new results count; a graded row
+        not named stays as it is (one graded after the caller read them). The new ids; a
+        submission no longer graded is skipped."""
         s = submissions.c
         made = []
         with self.engine.begin() as conn:
@@ -578,9 +590,12 @@ class Store:
                 if row is None:
                     continue
                 new = secrets.token_urlsafe(24)
-                conn.execute(update(submissions).where(
-                    s.id.in_(list({old, *replaced})), s.status == "done").values(
-                    status="regraded", replaced_by=new))
+                conn.execute(update(submissions).where(s.id == old, s.status == "done")
+                             .values(status="regraded", replaced_by=new))
+                aside = set(replaced) - set(replacing) - {old}  # not graded again: set aside
+                conn.execute(update(submissions).where(s.id.in_(list(aside)),
+                                                       s.status == "done")
+                             .values(status="set_aside", replaced_by=new))
                 was = dict(_scores(row["result"]), id=old, version=row["version"])
                 conn.execute(submissions.insert().values(
                     id=new, client="regrade", status="queued", regrade_of=json.dumps(was),
@@ -671,7 +686,7 @@ class Store:
         s = submissions.c
         mine = and_(s.learner == learner, s.exercise == exercise,
                     or_(and_(s.status == "done", s.id.in_(list(weighed))),
-                        s.status == "regraded"))
+                        s.status.in_(("regraded", "set_aside"))))
         with self.engine.begin() as conn:
             conn.execute(update(submissions).where(mine, s.id != sub_id)
                          .values(gradebook="superseded"))

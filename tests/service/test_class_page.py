@@ -3,6 +3,7 @@ grouped by their structure (distinct mistakes apart), pass rates, progress, plot
 what they show in text, and learners' words escaped."""
 import json
 import re
+from html import escape
 
 import pytest
 
@@ -159,3 +160,140 @@ def test_an_api_process_imports_matplotlib_only_to_draw_the_page():
         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.strip() == "[]"
+
+
+NOT_GRADED = {  # the result's status and output, as the grader words them (judge.verdict)
+    "unedited stub": ("not attempted", "not attempted: the answer cell is still the released stub"),
+    "syntax error": ("incomplete", "SyntaxError: invalid syntax (line 3); `update` is not defined"),
+    "wrong function name": ("incomplete", "`update` is not defined"),
+}
+
+
+def _not_graded(store, learner, status, output):
+    """A done submission whose checks did not run, for ``output``'s reason."""
+    from autograder.judge import not_run
+    store.admit(learner, ASSIGNMENT, b"{}", "10.0.0.1", Caps(rate_count=0))
+    claimed = store.claim("host:1:0", lease=30)
+    result = GradingResult(tuple(not_run(ASSIGNMENT)), output, status, "d", 1.0)
+    assert store.finish(claimed.id, "host:1:0", result.to_record())
+
+
+def test_a_notebook_that_could_not_be_graded_shows_why_not_not_run_per_check(store):
+    for i, (status, output) in enumerate(NOT_GRADED.values()):
+        _not_graded(store, f"learner{i}", status, output)
+    _graded(store, "dee", golden("no_donation/update_with_donate", DONATES))
+    ex = class_stats.class_data(store, "best")["exercises"][ASSIGNMENT]
+    rows = {r["learner"]: r for r in ex["learners"]}
+    for i, (_, output) in enumerate(NOT_GRADED.values()):
+        assert rows[f"learner{i}"]["not_graded"] == output and rows[f"learner{i}"]["failed"] == []
+    assert sorted(g["observation"] for g in ex["not_graded"]) == sorted(
+        o for _, o in NOT_GRADED.values())
+    assert all(g["learners"] == ["dee"] for c in ex["checks"] for g in c["groups"])  # no "Not run."
+    html = class_page.render(class_stats.class_data(store, "best"))
+    assert "Not run." not in html and "Could not be graded: 3" in html
+    for _, output in NOT_GRADED.values():
+        assert f"Not graded: {escape(output)}" in html
+
+
+def test_masked_numbers_read_as_a_marked_n_with_a_legend(store):
+    _graded(store, "ada", "values differ: largest difference is 0.25 at index 3")
+    html = class_page.render(class_stats.class_data(store, "best"))
+    assert ('difference is <var class="masked" title="a number that differs from learner to '
+            'learner">n</var> at index <var class="masked"') in html
+    shown = re.findall(r'<code class="observation">(.*?)</code>', html)
+    assert 'class="legend"' in html and shown and not any("#" in o for o in shown), shown
+
+
+def test_exercises_in_course_order_and_an_empty_one_draws_no_plot(store):
+    from autograder.exercises import names
+    from autograder.service.roster import Roster
+    _graded(store, "ada", None)
+    course = Roster(learners={"ada": True}, exercises=tuple(sorted(names())),
+                    points=dict.fromkeys(names(), 10.0))
+    data = class_stats.class_data(store, "best", roster=course)
+    assert list(data["exercises"]) == list(names())  # the registry's order, not by name
+    html = class_page.render(data)
+    sections = re.findall(r'<section class="exercise" id="ex-([^"]+)".*?</section>', html, re.S)
+    assert [s.replace("-", "_") for s in sections] == list(names())
+    for name in names()[1:]:  # nobody submitted: a plain sentence, no axes around nothing
+        section = html.split(f'id="ex-{name.replace("_", "-")}"')[1].split("</section>")[0]
+        assert "No submissions yet." in section and "<svg" not in section
+
+
+def test_a_refusal_of_the_class_page_is_a_page():
+    page = class_page.refusal("this is the instructors' view of the class")
+    assert page.startswith("<!doctype html>") and "<h1>Instructors only</h1>" in page
+    assert "This is the instructors&#x27; view of the class." in page
+
+
+class _SignsInFirst(__import__("autograder.service.local_auth", fromlist=["x"]).LocalIdentity):
+    """make serve's identity with somewhere to sign in, as the hub's has (HubIdentity): a
+    browser's page view without a sign-in is sent there, as on an instructor's first visit."""
+
+    def sign_in_url(self, next_path):
+        return f"/login?next={next_path}"
+
+
+def _visit(tmp_path, identity, headers):
+    """``GET /class`` from the service's tornado application in-process: ``(status,
+    Content-Type, body, errors logged)``."""
+    import asyncio
+    import logging
+    import socket
+
+    import tornado.httpclient
+    import tornado.httpserver
+
+    from autograder import defaults
+    from autograder.service.app import Settings, make_app
+    from autograder.service.gradebook import Mirror
+
+    logged = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = logged.append
+
+    async def run():
+        store = Store(tmp_path / "grading.db")
+        settings = Settings(max_bytes=2**20, caps=Caps(), timeout=20.0,
+                            address="http://127.0.0.1:0", recorded=defaults.RECORDED, limits={},
+                            identity=identity)
+        app = make_app(store, None, settings, Mirror(tmp_path / "course"))
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        sock.setblocking(False)
+        server = tornado.httpserver.HTTPServer(app)
+        server.add_sockets([sock])
+        try:
+            reply = await tornado.httpclient.AsyncHTTPClient().fetch(
+                f"http://127.0.0.1:{sock.getsockname()[1]}/class", raise_error=False,
+                follow_redirects=False, headers=headers)
+            await asyncio.sleep(0.1)  # an error in prepare is logged after the answer
+        finally:
+            server.stop()
+            store.engine.dispose()
+        return reply
+
+    logging.getLogger().addHandler(handler)
+    try:
+        reply = asyncio.run(run())
+    finally:
+        logging.getLogger().removeHandler(handler)
+    return reply.code, reply.headers.get("Content-Type"), reply.body.decode(), logged
+
+
+KEY = "k" * 8 + "-a-key-of-this-run-0123"
+
+
+def test_a_browser_not_signed_in_is_sent_to_sign_in_without_an_error(tmp_path):
+    """An instructor's first visit: no sign-in yet, so the page view goes to the sign-in,
+    and nothing raises on the way (an AttributeError on ``person`` did, logged)."""
+    code, _, _, logged = _visit(tmp_path, _SignsInFirst("ins", KEY), {"Sec-Fetch-Mode": "navigate"})
+    assert code == 302 and logged == [], [r.getMessage() for r in logged]
+
+
+def test_a_learner_opening_the_class_page_gets_a_page_saying_why(tmp_path):
+    code, kind, body, logged = _visit(tmp_path, _SignsInFirst("ada", KEY),
+                                      {"Authorization": f"token {KEY}"})
+    assert (code, kind) == (403, "text/html; charset=utf-8") and logged == []
+    assert "<h1>Instructors only</h1>" in body and "instructors&#x27; view of the class" in body

@@ -76,3 +76,40 @@ def test_plots_read_at_desktop_and_phone_widths(browser, page_html, width):
              and t["top"] >= timeline["curve"]["bottom"] - 1]  # the x axis's, below the curve
     assert ticks and max(ticks) <= 12, ticks  # minutes of a ten-minute burst, not hours or seconds
     assert timeline["due"] and timeline["curve"] and not overlap(timeline["due"], timeline["curve"])
+
+
+@pytest.fixture
+def whole_page(store):  # noqa: F811
+    """A class page as an instructor reads it: long feedback and names, a notebook that
+    could not be graded, every exercise of the course (most with no submission yet)."""
+    from autograder.exercises import names
+    from autograder.service.roster import Roster
+    from tests.service.test_class_page import NOT_GRADED, _not_graded
+    none = golden("no_donation/update_with_donate", DONATES)
+    for i, output in enumerate([none] * 3 + [None] * 2):
+        _graded(store, f"learner_with_a_rather_long_name_{i:02d}", output)
+    _graded(store, "eve", "values differ: largest difference is 0.25 at index 3 of (1024,) "
+            + "x" * 300)
+    for i, (status, output) in enumerate(NOT_GRADED.values()):
+        _not_graded(store, f"stuck{i}", status, output)
+    course = Roster(learners={"never_came": False}, exercises=tuple(names()),
+                    points=dict.fromkeys(names(), 10.0))
+    return class_page.render(dict(class_stats.class_data(store, "best", roster=course),
+                                  out_of_date=["update_with_donate: hidden tests changed since "
+                                               "release: run make release"]))
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_whole_page_fits_the_window(browser, whole_page, width):
+    """No part of the class page makes it wider than the window: wide tables scroll in
+    their own box, long feedback wraps."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_content(whole_page)
+    page.add_style_tag(path=str(STATIC / "class-page.css"))
+    wide = page.evaluate("() => document.documentElement.scrollWidth")
+    stuck = page.locator("p.not-graded").first.inner_text()
+    screenshot(page, f"class-page-{width}")
+    context.close()
+    assert wide <= width, f"the page is {wide} px wide in a {width} px window"
+    assert stuck.startswith("Not graded: ")

@@ -3,6 +3,7 @@ edited, a release after submissions, a backup while learners submit. Each change
 applies everywhere without a restart, or is refused before anything is touched, or
 is flagged until it applies (docs/instructors.md)."""
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import exercises, learner_submit
 from autograder.service.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
@@ -91,6 +93,16 @@ def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(tmp_
         service.stop()
 
 
+def _make(root, target):
+    """``make target`` in the checkout at ``root`` (its Makefile and the files its .venv
+    target names copied in with their times, so the shared .venv counts as made)."""
+    for name in ("Makefile", "requirements.txt", "pyproject.toml"):
+        if not (root / name).exists():
+            shutil.copy2(REPO / name, root / name)
+    return subprocess.run(["make", "--no-print-directory", target], cwd=root,
+                          env=nbgrader_env(root), capture_output=True, text=True, timeout=900)
+
+
 def _add_check(root):
     """What adding a check takes: a hidden test and a graded cell of its grade_id."""
     tests = root / TESTS
@@ -103,6 +115,64 @@ def _add_check(root):
     extra["id"] = "extra0001"
     nb["cells"].insert(nb["cells"].index(cell) + 1, extra)
     source.write_text(json.dumps(nb, indent=1))
+
+
+def _held(answer):
+    return [w for w in answer.get("warnings", []) if "hidden tests changed since release" in w]
+
+
+def _csv_scores(service):
+    """``{learner: score}`` of ``nbgrader export``."""
+    return {k: float(v["score"]) for k, v in service.export().items()}
+
+
+def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook(
+        tmp_path, monkeypatch, capsys):
+    """A check added before anyone submitted: submissions wait, said on /api/health, until
+    make release succeeds; then each is graded with it and the gradebook holds that grade.
+    Another check added once learners submitted: make release refuses it, submissions
+    wait until the change is undone, and every view agrees on the grade made then."""
+    root, service, answer = _course(tmp_path)
+    tests = root / TESTS
+    try:
+        assert _held(_health(service, lambda a: True)) == []
+        _add_check(root)  # hidden test and graded cell: a release can take it (no submissions)
+        first = service.submit("ada", answer)
+        warned = _health(service, _held)
+        assert warned["ok"] and "test_extra" in _held(warned)[0], warned  # make hub starts
+        waiting = service.get(first)
+        assert waiting["status"] == "queued"  # never graded ahead of the gradebook
+        assert "waiting for the instructor" in waiting["held"], waiting  # the learner reads why
+        monkeypatch.setattr(learner_submit, "HOLD_S", 1)  # the submit cell's poll, held 1 s
+        assert learner_submit.follow(service.url, first, {}, time.monotonic() + 2.5) is None
+        assert capsys.readouterr().out.count("Received, waiting for the instructor") == 1
+        released = _command(root, "autograder.release", ASSIGNMENT)
+        assert released.returncode == 0, released.stderr
+        graded = service.wait_done([first])[first]["result"]
+        assert (graded["score"], graded["max_score"]) == (11, 11), graded["output"]
+        service.settled_rows()
+        assert _csv_scores(service) == {"ada": 11.0}
+        assert _held(_health(service, lambda a: not _held(a))) == []
+
+        kept = tests.read_text()  # now a check in the hidden tests only, after submissions
+        tests.write_text(kept + '\n\n@graded(1, "a second extra")\ndef test_more(obs):\n'
+                         '    """Always passes."""\n')
+        second = service.submit("bob", answer)
+        assert "test_more" in _held(_health(service, _held))[0]
+        refused = _command(root, "autograder.release", ASSIGNMENT)
+        assert refused.returncode == 3, refused.stderr
+        time.sleep(1.0)
+        assert service.get(second)["status"] == "queued"
+        assert _csv_scores(service) == {"ada": 11.0}
+        tests.write_text(kept)  # undone: graded by the tests in force at release
+        graded = service.wait_done([second])[second]["result"]
+        assert (graded["score"], graded["max_score"]) == (11, 11), graded["output"]
+        service.settled_rows()
+        assert _csv_scores(service) == {"ada": 11.0, "bob": 11.0}
+        assert _standing(service, "bob")["recorded"]["score"] == 11
+        assert _held(_health(service, lambda a: not _held(a))) == []
+    finally:
+        service.stop()
 
 
 def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(tmp_path):
@@ -122,6 +192,12 @@ def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(t
     assert "adds graded cell(s) test_extra" in done.stderr and "nothing changed" in done.stderr
     assert "regrade" in done.stderr and "new exercise" in done.stderr  # the supported paths
     assert {p: p.read_bytes() for p in before} == before
+    made = _make(root, "release")  # the other exercises are released, the refusal said
+    assert made.returncode != 0 and f"make release refused: {ASSIGNMENT}" in made.stdout, made
+    assert released.read_bytes() == before[released]  # kept as released before
+    others = [course / "release" / ex / f"{ex}.ipynb" for ex in exercises.names()]
+    assert all(p.is_file() for p in others)
+    assert _make(root, "released").returncode == 0  # what make book, serve and hub run
 
     (root / TESTS).write_text((REPO / TESTS).read_text().replace(VALUES, VALUES.replace("(2,", "(3,")))
     source = f"exercises/source/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
@@ -183,6 +259,8 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
     hub.mkdir()
     sqlite3.connect(hub / "jupyterhub.sqlite").execute("CREATE TABLE users (name TEXT)").connection.commit()
     (hub / "jupyterhub_cookie_secret").write_text("secret\n")
+    from autograder.service.roster import enroll
+    enroll(service.gradebook_url(), ["ada"])  # an extension names an enrolled learner
     for what in (["due", ASSIGNMENT, "2030-01-01 00:00"], ["extend", ASSIGNMENT, "ada", "48"]):
         assert _command(REPO, "autograder.service.deadlines", *args, *what).returncode == 0
     learners = [f"l{i}" for i in range(6)] + ["ada"]

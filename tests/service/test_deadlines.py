@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 
+from autograder.service import roster
 from autograder.service.lateness import CACHE_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT
@@ -31,6 +32,7 @@ def test_late_work_is_graded_but_keeps_the_on_time_grade(new_service, course_tem
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     shown = deadlines(service, "due", ASSIGNMENT, f"{now:%Y-%m-%d %H:%M:%S}")
     assert f"{ASSIGNMENT}: due {now:%Y-%m-%d %H:%M:%S}" in shown
+    roster.enroll(service.gradebook_url(), ["bob"])  # enrolled, not submitted yet
     deadlines(service, "extend", ASSIGNMENT, "bob", "2")
 
     status, _, late = http("POST", service.url + "/api/submissions", {
@@ -49,6 +51,8 @@ def test_late_work_is_graded_but_keeps_the_on_time_grade(new_service, course_tem
     ids = [on_time, late["id"], extended["id"], only_late]
     answers = service.wait_done(ids)
     assert answers[late["id"]]["result"]["score"] == 10  # graded in full, feedback and all
+    # what it counts, as the submit cell prints it: "Score: 10 / 10, counted 0 / 10 (late)"
+    assert answers[late["id"]]["late_penalty"] == 10 and answers[on_time]["late_penalty"] is None
     service.wait_gradebook(ids)
     rows = service.export()
     assert (float(rows["ada"]["score"]), float(rows["ada"]["late_submission_penalty"])) == (10, 0)

@@ -68,3 +68,78 @@ def test_the_class_page_says_what_is_out_of_date_first():
     page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": ["ex: <stale>"]})
     assert "Out of date" in page and "ex: &lt;stale&gt;" in page
     assert "Out of date" not in class_page.render({"exercises": {}, "progress": {}})
+
+
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory):
+    """A gradebook with ``EX`` and its notebook, no graded cell (made once: a new one runs
+    alembic)."""
+    from nbgrader.api import Gradebook
+    from tests.course import nbgrader_env
+    path = tmp_path_factory.mktemp("released") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PATH", nbgrader_env()["PATH"])  # a new gradebook runs the venv's alembic
+        gb = Gradebook(f"sqlite:///{path}")
+    with gb:
+        gb.update_or_create_assignment(EX)
+        gb.add_notebook(EX, EX)
+    return path
+
+
+def _released(folder, template, cells):
+    """A course folder whose gradebook has ``EX`` released with graded cells ``cells``."""
+    import shutil
+
+    from nbgrader.api import Gradebook
+    folder.mkdir()
+    shutil.copy(template, folder / "gradebook.db")
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gb:
+        for name in cells:
+            gb.add_grade_cell(name, EX, EX, max_score=1, cell_type="code")
+    return Mirror(folder)
+
+
+def test_hidden_tests_changed_past_the_release_hold_their_submissions_and_say_why(
+        store, tmp_path, empty_gradebook):
+    """The hidden tests hold a check the released gradebook has no cell for (one added
+    since release), or lack one it has (one removed): the exercise's submissions wait
+    (the grading threads leave them queued), and /api/health and the class page say why;
+    the same tests as released hold nothing."""
+    from autograder.service.grading import GradingThreads
+    tests = [name for name, _, _ in __import__("autograder.exercises", fromlist=["get"])
+             .get(EX).tests()]
+    variants = {"a check added": (tests[1:], f"add check(s) {tests[0]}"),
+                "a check removed": (tests + ["test_gone"], "remove check(s) test_gone"),
+                "as released": (tests, None)}
+    for variant, (cells, change) in variants.items():
+        mirror = _released(tmp_path / variant.replace(" ", "_"), empty_gradebook, cells)
+        said = out_of_date.warnings(store, mirror, [EX])
+        held = GradingThreads(store, mirror, None, 1, 0, 30, "best").unloadable()
+        if change is None:
+            assert said == [] and held == (), (variant, said)
+            continue
+        assert len(said) == 1 and held == (EX,), (variant, said, held)
+        assert "hidden tests changed since release: run make release" in said[0], said
+        assert change in said[0] and "wait, queued" in said[0], (variant, said)
+        page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": said})
+        assert "hidden tests changed since release" in page
+
+
+def test_a_grading_made_by_tests_edited_meanwhile_goes_back_to_the_queue(store, tmp_path,
+                                                                           empty_gradebook):
+    """Hidden tests edited after a grading was claimed (the check before the claim saw
+    them as released): its result holds a check the gradebook cannot hold, so it is not
+    stored; the submission waits, queued, with the others."""
+    from autograder.judge import not_run
+    from autograder.results import GradingResult
+    from autograder.service.grading import GradingThreads
+    result = GradingResult(tuple(not_run(EX)), "", "graded", "d", 1.0)
+    released = sorted(c.grade_id for c in result.checks)
+    for cells, ahead in ((released, False), (released[1:], True), (released + ["gone"], True)):
+        mirror = _released(tmp_path / f"cells{len(cells)}", empty_gradebook, cells)
+        assert GradingThreads(store, mirror, None, 1, 0, 30, "best").ahead_of_gradebook(
+            EX, result) is ahead, cells
+    sub = store.admit("ada", EX, b"{}", "10.0.0.1", Caps(rate_count=0))[0]
+    store.claim("host:1:0", 30)
+    assert store.give_back(sub, "host:1:0") and store.get(sub).status == "queued"
+    assert store.claim("host:1:0", 30).id == sub  # graded again, by the tests then in force

@@ -92,3 +92,15 @@ def test_every_released_notebook_ends_with_the_one_submit_cell(released_course):
         assert f'submit("{exercise}")' in cell["source"]
         assert meta["locked"] and not meta["grade"]
         assert meta["checksum"] == notebook.checksum(cell)
+
+
+def test_late_work_prints_the_grade_it_counts(capsys):
+    """The service's answer on late work has its penalty (``late_penalty``, points): the
+    cell prints the score the checks gave and what it counts under the late policy."""
+    test = {"name": "values", "status": "passed", "score": 11, "max_score": 11, "output": ""}
+    sub = {"result": {"score": 11, "max_score": 11, "output": "", "tests": [test]},
+           "seconds": {"grading": 1.0}}
+    for penalty, shown in ((2.0, "Score: 11 / 11, counted 9 / 11 (late) "),
+                           (None, "Score: 11 / 11 (graded")):
+        learner_submit._show(dict(sub, late_penalty=penalty))
+        assert capsys.readouterr().out.startswith(shown)
