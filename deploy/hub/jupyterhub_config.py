@@ -129,12 +129,22 @@ _dropped_db = []  # the grading database, opened on the first sign-in
 
 
 def _refuse_dropped(name):
-    """HTTPError 403 when ``name`` was dropped from the course (autograder/service/withdrawn.py)."""
+    """HTTPError 403 when ``name`` was dropped from the course (autograder/service/withdrawn.py);
+    503 while the grading database cannot say (nobody is let in unchecked)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    from tornado.web import HTTPError
+
     from autograder.service import withdrawn
     from autograder.service.store import Store
-    if not _dropped_db:
-        _dropped_db.append(Store(setting("GRADER_DB")))
-    withdrawn.refuse_sign_in(_dropped_db[0], name)
+    try:
+        if not _dropped_db:
+            _dropped_db.append(Store(setting("GRADER_DB")))
+        withdrawn.refuse_sign_in(_dropped_db[0], name)
+    except SQLAlchemyError as exc:
+        print(f"==> sign-in of {name} refused: the grading database cannot be read ({exc})",
+              file=sys.stderr, flush=True)
+        raise HTTPError(503, "the course's database cannot be read right now: try again "
+                        "in a minute") from None
 # Hub admins (comma-separated user names) see the class too, and the hub's admin page.
 c.Authenticator.admin_users = {n.strip() for n in setting("HUB_ADMINS").split(",") if n.strip()}
 

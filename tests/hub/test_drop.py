@@ -7,9 +7,11 @@ her, and every view shows her withdrawn (grades kept) or not at all (removed); a
 instructor loses the class at once."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -181,11 +183,29 @@ def _her_processes(name):
     return [p for p in psutil.process_iter(["username"]) if p.info["username"] == name]
 
 
-@pytest.mark.parametrize("kind", ["--keep-grades", "--remove-grades"])
+@contextlib.contextmanager
+def a_learner(accounts, how):
+    """A new learner (an Account) in the learners group as ``how`` says: ``listed`` in its
+    members (``adduser``), or ``primary``: it is her primary group (``useradd -g``), which
+    no ``gpasswd -d`` takes her out of."""
+    if how == "listed":
+        with more_learners(accounts, 1) as (eve,):
+            yield eve
+        return
+    eve = Account(f"p{time.time_ns() % 10**7:07d}", secrets.token_urlsafe(12))
+    run("useradd", "-m", "-g", accounts[1]["learners"], eve.name)
+    try:
+        subprocess.run(["chpasswd"], input=f"{eve.name}:{eve.password}\n", text=True, check=True)
+        yield eve
+    finally:
+        remove_account(eve)
+
+
+@pytest.mark.parametrize("kind,how", [("--keep-grades", "listed"), ("--remove-grades", "primary")])
 def test_a_dropped_learner_is_refused_at_once_and_every_view_agrees(hub, accounts, sign_in,
-                                                                    kind, tmp_path):
+                                                                    kind, how, tmp_path):
     ins = sign_in("ins")
-    with more_learners(accounts, 1) as (eve,):
+    with a_learner(accounts, how) as eve:
         her = Signed(hub, eve)
         her.password = eve.password
         graded = _submitted(hub, her)
@@ -203,6 +223,8 @@ def test_a_dropped_learner_is_refused_at_once_and_every_view_agrees(hub, account
             if not _refused(way, reply):
                 not_refused[way] = (reply.status_code, reply.text[:300])
         assert not not_refused, not_refused
+        if how == "primary":  # still in the group: the hub's own refusal, in words
+            assert "withdrawn from this course" in ways["a new sign-in with her password"]().text
         reply = her.grader("POST", "api/submissions", json={"exercise": EXERCISE, "notebook": {}})
         assert reply.status_code == 403 and reply.json()["error"] == REFUSAL
         assert not _her_processes(eve.name), "her server and kernels are gone"

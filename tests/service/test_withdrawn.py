@@ -5,7 +5,7 @@ thread (:class:`~autograder.service.roster.Keeper`) never bringing a removed lea
 The same through the real hub: tests/hub/test_drop.py."""
 from nbgrader.api import Gradebook
 
-from autograder.service import class_page, class_stats, lms_roster, roster, withdrawn
+from autograder.service import class_page, class_stats, hub_admin, lms_roster, roster, withdrawn
 from autograder.service.gradebook import Mirror
 from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
 from tests.service.test_roster import gradebook, made_gradebook  # noqa: F401  (fixtures)
@@ -59,3 +59,9 @@ def test_the_gradebook_thread_enrols_the_class_and_never_brings_a_removed_learne
     roster.Keeper(store, mirror).round()  # the thread of the service's next start
     with Gradebook(gradebook) as gb:
         assert "ada" not in {s.id for s in gb.students}
+
+
+def test_the_roster_commands_hub_token_is_made_once_and_private(tmp_path):
+    first = hub_admin.service_token(tmp_path)
+    assert hub_admin.service_token(tmp_path) == first and len(first) == 64
+    assert (tmp_path / hub_admin.TOKEN_FILE).stat().st_mode & 0o777 == 0o600
