@@ -62,6 +62,9 @@ def main(argv=None):
     name = args.name
     learners, staff = (_group("HUB_LEARNERS_GROUP"), _group("HUB_INSTRUCTORS_GROUP"))
     if args.command == "demote":
+        if not (name in staff or _lms_instructor(store, name)):
+            p.error(f"{name!r} is no instructor of this course (not in the instructors group "
+                    "or an LMS instructor who launched): check the name")
         if name in staff:
             _leave(name, "HUB_INSTRUCTORS_GROUP")
         return _end(name)
@@ -124,6 +127,13 @@ def _end(name):
     print(f"{name}'s hub user deleted: server stopped, every token and session ended"
           if deleted else f"{name} has no hub user (never signed in, or ended before)")
     return 0
+
+
+def _lms_instructor(store, name):
+    """Whether ``name`` launched from the LMS with a role other than Learner."""
+    from autograder.service import lms_roster
+    who = lms_roster.people(store).get(name)
+    return bool(who and who["roles"] and not roster._learner(who["roles"]))
 
 
 def _known(store, mirror, name):

@@ -262,6 +262,9 @@ def test_a_demoted_instructor_loses_the_class_at_once(hub, accounts):
         remove_account(teacher)
 
 
-def test_the_roster_command_refuses_a_name_the_course_does_not_know(hub):
+def test_the_roster_command_refuses_a_name_the_course_does_not_know(hub, accounts):
     done = roster_command(hub, "drop", "nobody-of-this-course")
     assert done.returncode == 2 and "no learner of this course" in done.stderr
+    learner = accounts[0]["ada"].name  # a learner is no instructor to demote
+    done = roster_command(hub, "demote", learner)
+    assert done.returncode == 2 and "no instructor of this course" in done.stderr
