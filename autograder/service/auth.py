@@ -94,7 +94,7 @@ class HubIdentity:
     async def instructor_now(self, name):
         """Whether hub user ``name`` is an instructor by the hub's word now, asked on each
         instructors' request: the model of a token or cookie is cached for a minute, and
-        an instructor demoted (their hub user deleted: ``roster demote``) is one no longer
+        an instructor demoted (their hub user deleted: ``members demote``) is one no longer
         at once."""
         model = await self._user(name)
         return bool(model) and (self.instructors_group in model.get("groups", ())

@@ -1,4 +1,4 @@
-"""The hub's REST API as the instructor's roster command uses it, to end a person's every
+"""The hub's REST API as the instructor's members command uses it, to end a person's every
 hub session at once.
 
 ``make hub`` registers a JupyterHub service ``roster`` with no server of its own; its

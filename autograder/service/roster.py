@@ -7,9 +7,9 @@ hub's users who are not instructors and, with PAM, every member of the learners
 group (:func:`group_members`: nobody else can sign in), signed in or not; the grading
 service enrols each in nbgrader's gradebook (:func:`class_learners`, :func:`enroll`), so
 ``nbgrader export`` lists them too. A dropped learner (:mod:`.withdrawn`) is listed as
-withdrawn, or not at all once removed, and never enrolled again. Instructors are the hub group ``instructors``
-and the hub's admins; their own submissions (a test of an exercise) are no
-learner's. Released exercises are the gradebook's assignments (``nbgrader
+withdrawn, or not at all once removed, and never enrolled again. Instructors are the hub
+group ``instructors`` and the hub's admins; their own submissions (a test of an exercise)
+are no learner's. Released exercises are the gradebook's assignments (``nbgrader
 generate_assignment`` adds each).
 
 From an LMS (LTI 1.3, :mod:`autograder.service.lms_roster`): each member's display name
@@ -20,7 +20,6 @@ import grp
 import os
 import pwd
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -107,7 +106,8 @@ def group_members(group):
         entry = grp.getgrnam(group)
     except KeyError:
         return []
-    return sorted(set(entry.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == entry.gr_gid})
+    primary = {p.pw_name for p in pwd.getpwall() if p.pw_gid == entry.gr_gid}
+    return sorted(set(entry.gr_mem) | primary)
 
 
 def group_learners():
@@ -204,8 +204,3 @@ class Keeper:
                 enroll(self.mirror.url, new)
             self._enrolled.update(new)
             self._due = now + ENROL_S
-
-
-if __name__ == "__main__":
-    from autograder.service.drop import main
-    sys.exit(main())

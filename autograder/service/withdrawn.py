@@ -13,7 +13,7 @@ one of two kinds, the instructor's choice:
 Either way, from then on the grading service refuses every request of hers (it reads
 :func:`kind_of` on each request, whatever token or cookie she sends), the hub refuses her
 sign-in and her launches (:func:`refuse_sign_in`), and nothing enrols her again. The
-command that drops a learner is :mod:`autograder.service.roster`'s.
+command that drops a learner is :mod:`autograder.service.members`.
 """
 from __future__ import annotations
 

@@ -108,7 +108,7 @@ async def _groups(authenticator, handler, authentication):
     'instructors' for members of the system group; under LTI the launch's roles
     (``lti_sign_in.hub_groups``: 'instructors', 'learners'), and the grading service's
     LMS roster learns the member (``LTISignIn.record_launch``). A dropped learner's
-    sign-in or launch ends here, on the hub's error page (``roster drop``)."""
+    sign-in or launch ends here, on the hub's error page (``members drop``)."""
     await asyncio.to_thread(_refuse_dropped, authentication["name"])
     if AUTH == "lti":
         launch = authentication.get("auth_state") or {}
@@ -156,7 +156,7 @@ c.JupyterHub.load_roles = [
     # the grading service asks the hub who is an admin (admins are instructors too)
     # and who its users are (the class page's roster)
     {"name": "grader-service", "services": ["grader"], "scopes": ["read:users", "list:users"]},
-    # the instructor's roster command (autograder/service/drop.py): a dropped learner's or a
+    # the instructor's members command (autograder/service/members.py): a dropped learner's or a
     # demoted instructor's server stopped and hub user deleted, with every token of theirs
     {"name": "roster-command", "services": ["roster"], "scopes": ["admin:servers", "delete:users"]},
 ]
@@ -227,7 +227,8 @@ c.JupyterHub.services = [
         "timeout": 600,  # seconds to start: it imports JAX before it listens (slow when loaded)
     },
 ]
-# The roster command's hub token (autograder/service/hub_admin.py; no server of its own).
+# The hub token of the instructor's members command (autograder/service/members.py,
+# hub_admin.py): a service named roster, with no server of its own.
 c.JupyterHub.services.append({"name": "roster", "api_token": hub_admin.service_token(STATE)})
 if AUTH == "pam":  # the class is the learners group, signed in or not (roster.group_learners)
     next(s for s in c.JupyterHub.services if s["name"] == "grader")["environment"].update(

@@ -1,7 +1,7 @@
 """The class's membership under ``make hub`` with PAM, as docs/instructors.md says to
 manage it: learners added to the learners group who never sign in are on every view
 (class page, ``api/class``, the class CSV, ``nbgrader export``) without an nbgrader import;
-a learner dropped with ``python -m autograder.service.roster drop`` while she has a
+a learner dropped with ``python -m autograder.service.members drop`` while she has a
 session, tokens and a running server is refused at once by every way of still acting as
 her, and every view shows her withdrawn (grades kept) or not at all (removed); a demoted
 instructor loses the class at once."""
@@ -34,9 +34,9 @@ EXERCISE = "update_with_donate"
 
 
 def roster_command(hub, *args):
-    """``python -m autograder.service.roster ARGS`` as docs/instructors.md runs it (root,
+    """``python -m autograder.service.members ARGS`` as docs/instructors.md runs it (root,
     the hub's settings in the environment): the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "autograder.service.roster", *args],
+    return subprocess.run([sys.executable, "-m", "autograder.service.members", *args],
                           cwd=REPO, env=dict(nbgrader_env(), **hub.env), capture_output=True,
                           text=True, timeout=300)
 
@@ -115,9 +115,10 @@ def _server_token(name):
 def _api_token(hub, learner):
     """A personal hub API token of ``learner``'s, as an admin makes one (``jupyterhub token``
     on the hub's database)."""
+    db = f"sqlite:///{hub.env['HUB_STATE']}/jupyterhub.sqlite"
     done = subprocess.run([str(Path(sys.executable).parent / "jupyterhub"), "token",
-                           f"--JupyterHub.db_url=sqlite:///{hub.env['HUB_STATE']}/jupyterhub.sqlite",
-                           learner.name], cwd=hub.root, capture_output=True, text=True, timeout=120)
+                           f"--JupyterHub.db_url={db}", learner.name], cwd=hub.root,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip().splitlines()[-1]
 

@@ -1,10 +1,10 @@
 """The instructor's command for who is in the class (run as root, beside ``make hub``):
 
-    python -m autograder.service.roster enroll                       # the class into nbgrader now
-    python -m autograder.service.roster drop NAME [--keep-grades | --remove-grades]
-    python -m autograder.service.roster readmit NAME                 # undo a --keep-grades drop
-    python -m autograder.service.roster demote NAME                  # an instructor no longer
-    python -m autograder.service.roster show                         # who was dropped, how
+    python -m autograder.service.members enroll  # the class into nbgrader now
+    python -m autograder.service.members drop NAME [--keep-grades | --remove-grades]
+    python -m autograder.service.members readmit NAME  # undo a --keep-grades drop
+    python -m autograder.service.members demote NAME  # an instructor no longer
+    python -m autograder.service.members show  # who was dropped, how
 
 (``--db`` and ``--course`` as for the service, or ``GRADER_DB`` and ``GRADER_COURSE``;
 the hub's ``HUB_STATE``, ``HUB_API_PORT``, ``HUB_AUTH`` and groups as ``make hub`` reads
@@ -22,13 +22,14 @@ runs), 2 for a name the course does not know.
 from __future__ import annotations
 
 import subprocess
+import sys
 
 from autograder import defaults
 from autograder.service import config, hub_admin, roster, withdrawn
 
 
 def _parser():
-    p = config.parser("python -m autograder.service.roster",
+    p = config.parser("python -m autograder.service.members",
                       "Enrol the class, drop a learner, demote an instructor.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("enroll", help="enrol the learners group's members (PAM) and the LMS's "
@@ -142,3 +143,7 @@ def _known(store, mirror, name):
     students, _ = roster.read_gradebook(mirror.url) if not mirror.missing() else ([], {})
     return (name in students or name in lms_roster.people(store)
             or name in withdrawn.kinds(store) or bool(store.submissions(name)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
