@@ -86,13 +86,27 @@ class HubIdentity:
         known = self._admins.get(name)
         if known and time.monotonic() - known[1] < ADMIN_CACHE_SECONDS:
             return known[0]
+        model = await self._user(name)
+        admin = bool(model and model.get("admin"))
+        self._admins[name] = (admin, time.monotonic())
+        return admin
+
+    async def instructor_now(self, name):
+        """Whether hub user ``name`` is an instructor by the hub's word now, asked on each
+        instructors' request: the model of a token or cookie is cached for a minute, and
+        an instructor demoted (their hub user deleted: ``members demote``) is one no longer
+        at once."""
+        model = await self._user(name)
+        return bool(model) and (self.instructors_group in model.get("groups", ())
+                                or bool(model.get("admin")))
+
+    async def _user(self, name):
+        """The hub's model of user ``name`` (dict), or None when there is none."""
         url = url_path_join(self.hub_auth.api_url, "users", quote(name, safe=""))
         reply = await AsyncHTTPClient().fetch(
             url, headers={"Authorization": f"token {self.hub_auth.api_token}"},
             raise_error=False)
-        admin = reply.code == 200 and bool(tornado.escape.json_decode(reply.body).get("admin"))
-        self._admins[name] = (admin, time.monotonic())
-        return admin
+        return tornado.escape.json_decode(reply.body) if reply.code == 200 else None
 
     async def users(self):
         """Every hub user: ``{name: {"instructor": bool, "signed_in": bool}}``, asked

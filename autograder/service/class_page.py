@@ -190,7 +190,9 @@ def _row(r, max_score):
 
 def _absent(r):
     """A note after the name of a learner who never signed in (an LMS member: never
-    launched the course from the LMS), or never submitted."""
+    launched the course from the LMS), or never submitted; or who was withdrawn."""
+    if r.get("withdrawn"):
+        return ' <span class="absent">(withdrawn)</span>'
     words = (("never launched" if r.get("lms_name") else "never signed in")
              if r["signed_in"] is False else
              "never submitted" if not r["submissions"] else "")

@@ -54,7 +54,7 @@ def class_data(store, rule, deadlines=None, roster=None):
     aware UTC datetime or None), ``learners`` (a list of rows, by name: ``learner``,
     ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool), ``signed_in``
     (True, False: never signed in to the hub, None: not known), ``lms_name`` (the LMS's
-    display name, or None),
+    display name, or None), ``withdrawn`` (bool),
     ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
     failed checks: ``name``, ``output``; none when they did not run), ``not_graded`` (why
     the latest result's checks did not run, or None)), ``not_graded`` (those learners
@@ -96,7 +96,8 @@ NOBODY = {"submissions": 0, "recorded": None, "best": None, "latest": None,
 def _exercise(name, ex, times, deadlines, roster):
     known = dict.fromkeys(roster.learners, NOBODY) | ex["learners"]
     learners = [dict(_learner(who, w, times.get((name, who), []), roster.learners.get(who)),
-                     lms_name=roster.names.get(who)) for who, w in sorted(known.items())]
+                     lms_name=roster.names.get(who), withdrawn=who in roster.withdrawn)
+                for who, w in sorted(known.items())]
     groups = _groups(learners)
     checks = [dict(c, groups=groups.get(c["name"], [])) for c in ex["checks"]]
     return {"max_score": ex["max_score"], "recorded_rule": ex["recorded_rule"],

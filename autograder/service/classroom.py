@@ -41,7 +41,8 @@ from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder.defaults import CHECKOUT
-from autograder.service import class_page, class_stats, lms_roster, out_of_date, outbox, roster
+from autograder.service import (class_page, class_stats, lms_roster, out_of_date, outbox, roster,
+                                withdrawn)
 from autograder.service.handler import Base, Refused, echo, log
 from autograder.service.class_view import listing, summary
 
@@ -66,7 +67,8 @@ class _Instructors(Base):
         await super().prepare()
         if self.person is None:  # a browser sent to the hub's sign-in: already answered
             return
-        if not self.person.instructor:
+        now = getattr(self.settings_.identity, "instructor_now", None)  # the hub's, uncached
+        if not self.person.instructor or (now and not await now(self.person.name)):
             raise Refused(403, "instructors_only", "this is the instructors' view of the class")
 
     async def roster(self):
@@ -89,7 +91,8 @@ class _Instructors(Base):
         except Exception as exc:
             log.warning("the LMS's members could not be read for the roster (%s)", exc)
             lms = None
-        return roster.combine(students, points, hub, lms)
+        dropped = await self.db(withdrawn.kinds, self.store)
+        return roster.combine(students, points, hub, lms, roster.group_learners(), dropped)
 
 
 class Class(_Instructors):
@@ -103,11 +106,13 @@ class Class(_Instructors):
                                    "recorded_rule": self.settings_.recorded})
         learners = {who: {"signed_in": signed_in, "submitted": sorted(
             name for name, ex in view.items() if ex["learners"].get(who, {}).get("submissions")),
-            **({"lms_name": course.names[who]} if who in course.names else {})}
+            **({"lms_name": course.names[who]} if who in course.names else {}),
+            **({"withdrawn": True} if who in course.withdrawn else {})}
             for who, signed_in in course.learners.items()}
         ordered = {name: view[name] for name in class_stats.course_order(view)}  # the course's
         exercises = await self.db(lambda: outbox.annotate(ordered, self.store))
-        never = await self.db(lambda: lms_roster.never_launched(self.store))
+        never = {who: v for who, v in (await self.db(
+            lambda: lms_roster.never_launched(self.store))).items() if who not in course.dropped}
         mirror = self.application.settings["mirror"]
         stale = await self.db(lambda: out_of_date.warnings(self.store, mirror, self.settings_.exercises))
         self.send(200, {"exercises": exercises, "roster": learners, "lms_never_launched": never,

@@ -30,7 +30,7 @@ from autograder import load, pipeline, sandbox
 from autograder.exercises import current
 from autograder.exercises import names as exercise_names
 from autograder.service.out_of_date import DEADLINES_MARK
-from autograder.service import outbox
+from autograder.service import outbox, roster
 from autograder.service.gradebook import NotReady
 from autograder.service.recorded import late_by, recorded
 from autograder.service.store import process_name, storage_problem
@@ -115,6 +115,7 @@ class GradingThreads:
         self.stopping = threading.Event()
         self.problems = {}  # thread name -> plain words, while it cannot proceed
         self.threads = []
+        self.keeper = roster.Keeper(store, mirror)  # the class's enrolments and drops
 
     def start(self):
         loops = [(f"grader-{slot}", self._grade_loop, (slot,)) for slot in self.slots]
@@ -291,13 +292,14 @@ class GradingThreads:
 
     def sync_round(self):
         """One round of the gradebook thread: :meth:`sync_once`, then :meth:`sync_deadlines`
+        and the class's enrolments and drops (:class:`~autograder.service.roster.Keeper`),
         even when the first could not write everything (a grade the gradebook cannot take
         yet holds up no deadline change). The first problem, one other than such a grade
         first (one learner's grade the gradebook cannot take must not hide it), or None.
         A fault of the store is raised (the thread retries it with backoff); so is one of
         a PostgreSQL gradebook, which is the store's database."""
         problems = []
-        for step in (self.sync_once, self.sync_deadlines):
+        for step in (self.sync_once, self.sync_deadlines, self.keeper.round):
             try:
                 step()
             except SQLAlchemyError:

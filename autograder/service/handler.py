@@ -12,6 +12,7 @@ import time
 import tornado.web
 from sqlalchemy.exc import SQLAlchemyError
 
+from autograder.service import withdrawn
 from autograder.service.store import storage_problem
 
 ECHO_CHARS = 80  # of a client's value quoted back in an error, at most
@@ -31,9 +32,14 @@ class Base(tornado.web.RequestHandler):
 
     async def prepare(self):
         """With an identity (the hub's, or make serve's key): who is asking
-        (``self.person``), or 403 for nobody."""
+        (``self.person``), or 403 for nobody and for a dropped learner
+        (:mod:`~autograder.service.withdrawn`)."""
         identity = self.settings_.identity
         self.person = await identity.person(self) if identity else None
+        # a dropped learner's token or cookie may still be good at the hub for a moment
+        # (its answers are cached): the drop itself is read on every request
+        if self.person and await self.db(withdrawn.kind_of, self.store, self.person.name):
+            raise Refused(403, "withdrawn", withdrawn.REFUSAL)
         if identity and self.person is None and not self.open_to_all \
                 and self.request.method != "OPTIONS":
             sign_in = identity.sign_in_url(self.request.uri)

@@ -147,6 +147,14 @@ lti_context = Table(
     Column("name", String(64), primary_key=True),
     Column("value", Text, nullable=False),
 )
+# Learners dropped from the course (``withdrawn.py``): ``kind`` "withdrawn" (grades kept,
+# shown as withdrawn) or "removed" (her grades deleted); either refuses her from then on.
+dropped = Table(
+    "dropped", metadata,
+    Column("learner", String(64), primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("at", Float, nullable=False),
+)
 # Course-wide facts every process reads alike: which deadlines and late policy the
 # gradebook's late penalties were written under (``gradebook_deadlines``).
 marks = Table(

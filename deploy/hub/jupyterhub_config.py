@@ -32,6 +32,7 @@ site behind the proxy). All are privileged by default, so no learner's process
 can listen on one, not even while its server restarts; a port chosen at or above
 ``net.ipv4.ip_unprivileged_port_start`` is warned about at start.
 """
+import asyncio
 import grp
 import os
 import sys
@@ -40,6 +41,7 @@ from pathlib import Path
 from jupyterhub.utils import subdomain_hook_idna
 
 from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting as setting
+from autograder.service import hub_admin
 from deploy.hub import course_spawner, proxy
 
 c = get_config()  # noqa: F821
@@ -105,7 +107,9 @@ async def _groups(authenticator, handler, authentication):
     """The hub groups of a user who signed in (the one place they are decided): under PAM
     'instructors' for members of the system group; under LTI the launch's roles
     (``lti_sign_in.hub_groups``: 'instructors', 'learners'), and the grading service's
-    LMS roster learns the member (``LTISignIn.record_launch``)."""
+    LMS roster learns the member (``LTISignIn.record_launch``). A dropped learner's
+    sign-in or launch ends here, on the hub's error page (``members drop``)."""
+    await asyncio.to_thread(_refuse_dropped, authentication["name"])
     if AUTH == "lti":
         launch = authentication.get("auth_state") or {}
         authentication["groups"] = lti_sign_in.hub_groups(launch.get(lti_sign_in.ROLES))
@@ -121,6 +125,26 @@ async def _groups(authenticator, handler, authentication):
 
 
 c.Authenticator.post_auth_hook = _groups
+_dropped_db = []  # the grading database, opened on the first sign-in
+
+
+def _refuse_dropped(name):
+    """HTTPError 403 when ``name`` was dropped from the course (autograder/service/withdrawn.py);
+    503 while the grading database cannot say (nobody is let in unchecked)."""
+    from sqlalchemy.exc import SQLAlchemyError
+    from tornado.web import HTTPError
+
+    from autograder.service import withdrawn
+    from autograder.service.store import Store
+    try:
+        if not _dropped_db:
+            _dropped_db.append(Store(setting("GRADER_DB")))
+        withdrawn.refuse_sign_in(_dropped_db[0], name)
+    except SQLAlchemyError as exc:
+        print(f"==> sign-in of {name} refused: the grading database cannot be read ({exc})",
+              file=sys.stderr, flush=True)
+        raise HTTPError(503, "the course's database cannot be read right now: try again "
+                        "in a minute") from None
 # Hub admins (comma-separated user names) see the class too, and the hub's admin page.
 c.Authenticator.admin_users = {n.strip() for n in setting("HUB_ADMINS").split(",") if n.strip()}
 
@@ -132,6 +156,9 @@ c.JupyterHub.load_roles = [
     # the grading service asks the hub who is an admin (admins are instructors too)
     # and who its users are (the class page's roster)
     {"name": "grader-service", "services": ["grader"], "scopes": ["read:users", "list:users"]},
+    # the instructor's members command (autograder/service/members.py): a dropped learner's or a
+    # demoted instructor's server stopped and hub user deleted, with every token of theirs
+    {"name": "roster-command", "services": ["roster"], "scopes": ["admin:servers", "delete:users"]},
 ]
 
 # -- the learners' servers -----------------------------------------------------
@@ -200,6 +227,12 @@ c.JupyterHub.services = [
         "timeout": 600,  # seconds to start: it imports JAX before it listens (slow when loaded)
     },
 ]
+# The hub token of the instructor's members command (autograder/service/members.py,
+# hub_admin.py): a service named roster, with no server of its own.
+c.JupyterHub.services.append({"name": "roster", "api_token": hub_admin.service_token(STATE)})
+if AUTH == "pam":  # the class is the learners group, signed in or not (roster.group_learners)
+    next(s for s in c.JupyterHub.services if s["name"] == "grader")["environment"].update(
+        HUB_LEARNERS_GROUP=LEARNERS, HUB_INSTRUCTORS_GROUP=INSTRUCTORS)
 # The hub's home page opens the course site.
 c.JupyterHub.default_url = "/services/course/"
 
