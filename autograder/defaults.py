@@ -79,6 +79,9 @@ MAX_PER_CLIENT = 20
 """Submissions waiting from one client address; 0 = no cap."""
 MAX_QUEUE = 1000
 """Submissions waiting in all before new ones are refused with 503."""
+MAX_HELD = 4
+"""Polls (``?wait=``) of one learner the service holds at once; more are answered at once,
+unheld, so a learner's client cannot tie up the service's or the proxy's connections."""
 LEARNER_BYTES = 256 * 2**20
 """Bytes of stored notebooks one learner may hold in the service's database, every
 submission counted (50 at the largest size, thousands of usual ones); 0 = no quota."""
@@ -296,6 +299,9 @@ SETTINGS = (
             shown="max_per_client"),
     Setting("GRADER_MAX_QUEUE", MAX_QUEUE, "submissions waiting before new ones get 503",
             env=("GRADER_MAX_QUEUE",), flag="--max-queue", parse=int, shown="max_queue"),
+    Setting("GRADER_MAX_HELD", MAX_HELD, "a learner's polls held at once (?wait=); more are "
+            "answered at once", env=("GRADER_MAX_HELD",), flag="--max-held", parse=int,
+            shown="max_held"),
     Setting("GRADER_LEARNER_BYTES", LEARNER_BYTES, "bytes of stored submissions per learner "
             "(0: no quota)", env=("GRADER_LEARNER_BYTES",), flag="--learner-bytes", parse=int,
             shown="learner_bytes"),
@@ -368,7 +374,8 @@ WORKER = STORE + GRADING
 """The settings of ``python -m autograder.service.worker``."""
 SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_BYTES",
                    "GRADER_RATE", "GRADER_MAX_PER_LEARNER", "GRADER_MAX_PER_CLIENT",
-                   "GRADER_MAX_QUEUE", "GRADER_LEARNER_BYTES", "GRADER_HEADER_TIMEOUT",
+                   "GRADER_MAX_QUEUE", "GRADER_MAX_HELD", "GRADER_LEARNER_BYTES",
+                   "GRADER_HEADER_TIMEOUT",
                    "GRADER_BODY_TIMEOUT",
                    *GRADING, "GRADER_AUTH")
 """The settings of ``python -m autograder.service``, in ``--help``'s order."""

@@ -2,7 +2,8 @@
 and several together), processes, CPU and her home's disk, each tried as she would, from a
 terminal of her own JupyterLab, on a hub with small limits. Beside her worst, a classmate
 signs in, submits and gets her score: each step timed against the same steps on a quiet
-hub, within a stated slowdown, nothing refused.
+hub, within a stated slowdown, nothing refused. The same beside her client holding
+hundreds of polls through the hub's proxy.
 
 Measured here (2 shared cores, a cgroup v1 hybrid host): a classmate's sign-in plus
 submission to score took about 3 s quiet and about the same beside a learner at her CPU,
@@ -16,6 +17,7 @@ import json
 import re
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,32 @@ async def _cells(url, headers, cells):
     finally:
         conn.close()
     return said
+
+
+def test_her_many_held_polls_hold_none_of_the_class(limited, accounts, released_course):
+    """eve's client asks 200 times at once, through the hub's proxy, to be told when her
+    (slow) submission is graded (``?wait=30``). The grading service holds 4 of them
+    (``GRADER_MAX_HELD``) and answers the rest at once, so neither it nor the proxy keeps
+    her hundreds of connections; ada signs in, submits and is scored meanwhile."""
+    hub, eve, server = limited
+    made, _ = accounts
+    reference = (SAMPLES / "reference.py").read_text()
+    release = released_notebook(released_course)
+    sub_id = eve.submit(with_answer(release, "import time\ntime.sleep(15)\n" + reference))
+    url = hub.url(f"/services/grader/api/submissions/{sub_id}?wait=30")
+
+    def poll(_):
+        start = time.monotonic()
+        reply = requests.get(url, headers=eve.headers, timeout=90)
+        return reply.status_code, time.monotonic() - start
+
+    with ThreadPoolExecutor(200) as pool:
+        polls = [pool.submit(poll, i) for i in range(200)]
+        time.sleep(1)
+        beside = classmate_seconds(hub, made["ada"], with_answer(release, reference))
+        answers = [p.result() for p in polls]
+    print(f"classmate beside 200 held polls: sign-in {beside[0]:.1f} s, submit to score "
+          f"{beside[1]:.1f} s; eve's polls answered within 10 s: "
+          f"{sum(t < 10 for _, t in answers)} of 200")
+    assert [status for status, _ in answers] == [200] * 200
+    assert sum(seconds < 10 for _, seconds in answers) >= 196, sorted(t for _, t in answers)
