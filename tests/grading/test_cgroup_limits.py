@@ -18,6 +18,10 @@ def group():
     made = cgroups.limited(("course-test", str(os.getpid())), memory_mib=64, processes=24)
     yield made
     assert made.kill()
+    _remove_parent()
+
+
+def _remove_parent():
     for root in filter(None, [cgroups.v2_root(), *map(cgroups.v1_root, cgroups.CONTROLLERS)]):
         try:
             os.rmdir(root / "course-test")
@@ -69,3 +73,27 @@ def test_processes_are_bounded_across_the_group(group):
     proc.wait()
     proc.stdout.close()
     assert started < 24, started  # the group's 24 with the forking one, not 60
+
+
+BUSY_ONE_SECOND = """
+import time
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    pass
+print(time.process_time(), flush=True)
+"""
+
+
+def test_processor_time_is_capped():
+    group = cgroups.limited(("course-test", f"{os.getpid()}-cpu"), cpu_weight=100, cpus=0.2)
+    try:
+        if "cpus" not in group.bounds:
+            pytest.skip("no cpu controller on this host")
+        proc = _in_group(group, BUSY_ONE_SECOND)
+        used = float(proc.stdout.readline())
+        proc.wait()
+        proc.stdout.close()
+        assert used < 0.45, used  # a fifth of a core for a second, not the whole of one
+    finally:
+        assert group.kill()
+        _remove_parent()
