@@ -33,7 +33,8 @@ these additions, all only when the hub runs as root:
   v1 hierarchies, wherever each controller is; a process past the memory limit is
   killed by the kernel (a kernel restarts, and its next cell says why: the startup file
   ``learner_home.py`` lays), and the hub's log says so at its next poll. Her home is a
-  file system of ``HUB_HOME_MIB`` of its own, mounted when her server first starts.
+  file system of ``HUB_HOME_MIB`` of its own, mounted when her server first starts; the
+  folder of her server's socket a 1 MiB tmpfs.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
@@ -288,10 +289,20 @@ class CourseSpawner(LocalProcessSpawner):
         server's socket in it."""
         entry = pwd.getpwnam(self.user.name)
         folder = self.socket_dir()
-        shutil.rmtree(folder, ignore_errors=True)
+        self.remove_socket_dir()
         folder.mkdir(mode=0o700)
         os.chown(folder, entry.pw_uid, entry.pw_gid)
+        # hers to write in, on the machine's disk otherwise: a small tmpfs of its own
+        learner_disk.mount_small(folder, entry.pw_uid, entry.pw_gid)
         return folder / "server.sock"
+
+    def remove_socket_dir(self):
+        """Unmount and remove ``<socket_root>/<name>/`` (nothing answers there after)."""
+        try:
+            learner_disk.unmount_home(self.socket_dir())
+        except RuntimeError as error:
+            self.log.error("could not unmount %s: %s", self.socket_dir(), error)
+        shutil.rmtree(self.socket_dir(), ignore_errors=True)
 
     async def poll(self):
         """JupyterHub's check that the server runs (every ``poll_interval``, 30 s by
@@ -320,7 +331,7 @@ class CourseSpawner(LocalProcessSpawner):
         if self.confined:
             await asyncio.to_thread(self.end_cgroup)
             await asyncio.to_thread(end_uid, pwd.getpwnam(self.user.name).pw_uid)
-            shutil.rmtree(self.socket_dir(), ignore_errors=True)  # nothing answers there
+            await asyncio.to_thread(self.remove_socket_dir)  # nothing answers there
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""

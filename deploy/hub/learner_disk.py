@@ -11,7 +11,8 @@ mounted when her server first starts (before the workspace is laid) and stays mo
 every server's mount namespace is a copy of the machine's made at its start, so an
 unmount here would leave the file system mounted in other learners' servers, and the
 next mount would be a second, concurrent one of the same image (``unmount_home`` is for
-removing a learner). A larger
+removing a learner). The folder of her server's socket, hers too, is a 1 MiB tmpfs
+(:func:`mount_small`). A larger
 ``HUB_HOME_MIB`` grows an image at its next mount (``resize2fs``); a smaller one applies
 to new images only (shrinking could lose her files).
 
@@ -69,11 +70,20 @@ def mount_home(home, image, mib, uid, gid):
 
 
 def unmount_home(home):
-    """Unmount the file system over ``home`` (its loop device goes with it); nothing
-    when none is mounted. Raises RuntimeError when it stays busy."""
+    """Unmount the file system over ``home`` (its loop device goes with it, or a tmpfs
+    its memory); nothing when none is mounted. Raises RuntimeError when it stays busy."""
     home = os.path.realpath(home)
     if mounted(home):
         _run("umount", home)
+
+
+def mount_small(folder, uid, gid, size="1m"):
+    """A tmpfs of ``size`` over ``folder``, ``uid``'s, mode 0700: a folder a learner must be
+    able to write in (her server's socket's) that holds no more than that, off the disk.
+    Raises RuntimeError when it cannot be mounted."""
+    _run("mount", "-t", "tmpfs", "-o",
+         f"size={size},nr_inodes=64,mode=0700,uid={uid},gid={gid},nosuid,nodev,noexec",
+         "tmpfs", os.path.realpath(folder))
 
 
 def _run(*argv):

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 from tornado.httpclient import HTTPRequest
@@ -28,6 +29,7 @@ from tornado.websocket import websocket_connect
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.hub.running import Signed, running_hub
 from tests.hub.test_attacks import start_server
+from tests.hub.test_class_browser import server_pid
 from tests.hub.test_learner_network import through_proxy
 
 LIMITS = {"HUB_MEMORY_MIB": "256", "HUB_PROCESSES": "128", "HUB_HOME_MIB": "64",
@@ -150,6 +152,19 @@ def test_her_home_is_bounded(limited):
     hub = limited[0]
     image = Path(hub.env["HUB_STATE"]) / "homes" / f"{limited[1].name}.ext4"
     assert image.stat().st_blocks * 512 <= 64 * 2**20  # what the machine's disk holds of it
+
+
+def test_the_folder_of_her_servers_socket_holds_little(limited):
+    """The one folder of hers outside her home that her server needs: her server's socket's
+    (on the machine's disk otherwise)."""
+    sock = next(a.split("=", 1)[1] for a in psutil.Process(server_pid(limited[1].name)).cmdline()
+                if a.startswith("--ServerApp.sock="))
+    folder = str(Path(sock).parent)
+    said = in_terminal(limited, f"head -c 20M /dev/zero > {folder}/fill; echo status=$?; "
+                                f"du -sk {folder}/fill; rm -f {folder}/fill")
+    assert "No space left on device" in said and re.search(r"status=1\b", said), said[-2000:]
+    assert int(re.search(r"\n(\d+)\s+\S*fill", said).group(1)) <= 1024, said[-2000:]
+    assert her_server_answers(limited)
 
 
 def test_classmates_beside_her_worst(limited, accounts, released_course):
