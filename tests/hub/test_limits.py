@@ -181,6 +181,9 @@ def test_classmates_beside_her_worst(limited, accounts, released_course):
             "# hogmark\" & sleep 3")
     in_terminal(limited, hogs)
     try:
+        hers = [q for q in psutil.process_iter(["username", "cmdline"])
+                if q.info["username"] == eve.name and "hogmark" in " ".join(q.info["cmdline"] or [])]
+        assert len(hers) > 100, len(hers)  # her loops, her memory and her forks, running
         busy = classmate_seconds(hub, made["ada"], notebook)
     finally:  # from outside: her server may start no process now
         subprocess.run(["pkill", "-KILL", "-u", eve.name, "-f", "hogmark"], check=False)
