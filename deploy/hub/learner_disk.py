@@ -54,6 +54,10 @@ def mount_home(home, image, mib, uid, gid):
     image.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     size = mib * 2**20
     if not image.exists():
+        held = _held_mib(home)
+        if held > mib * 0.9:  # ext4's own metadata takes some of the image
+            raise RuntimeError(f"{home} holds {held} MiB, more than its new file system of "
+                               f"{mib} MiB (HUB_HOME_MIB) can take: raise HUB_HOME_MIB")
         made = image.with_suffix(".new")
         with open(made, "wb") as out:
             out.truncate(size)  # sparse: disk is taken as the learner writes
@@ -67,6 +71,21 @@ def mount_home(home, image, mib, uid, gid):
     _run("mount", "-t", "ext4", "-o", OPTIONS, str(image), home)
     os.chown(home, uid, gid)
     os.chmod(home, 0o700)
+
+
+def _held_mib(folder):
+    """MiB of disk the files below ``folder`` take (hard links counted once)."""
+    seen, blocks = set(), 0
+    for root, dirs, files in os.walk(folder):
+        for name in files + dirs:
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if (info.st_dev, info.st_ino) not in seen:
+                seen.add((info.st_dev, info.st_ino))
+                blocks += info.st_blocks
+    return blocks * 512 // 2**20
 
 
 def unmount_home(home):
