@@ -7,7 +7,7 @@ hundreds of polls through the hub's proxy.
 
 Measured here (2 shared cores, a cgroup v1 hybrid host, ``HUB_CPUS=1``): a classmate's
 sign-in took 0.3-0.4 s quiet and 0.2-0.3 s beside a learner at her CPU cap, her memory
-and her process limits; submission to score 1.1-1.2 s quiet and 1.1 s beside her; beside
+and her process limits; submission to score 0.6-1.2 s quiet and 1.1 s beside her; beside
 her 200 held polls, 0.3-0.6 s and 0.5-1.2 s (the test allows 3 times the quiet time plus
 10 s: the machine is shared with other test runs).
 """
