@@ -79,6 +79,9 @@ MAX_PER_CLIENT = 20
 """Submissions waiting from one client address; 0 = no cap."""
 MAX_QUEUE = 1000
 """Submissions waiting in all before new ones are refused with 503."""
+MAX_HELD = 4
+"""Polls (``?wait=``) of one learner the service holds at once; more are answered at once,
+unheld, so a learner's client cannot tie up the service's or the proxy's connections."""
 LEARNER_BYTES = 256 * 2**20
 """Bytes of stored notebooks one learner may hold in the service's database, every
 submission counted (50 at the largest size, thousands of usual ones); 0 = no quota."""
@@ -101,6 +104,21 @@ CLI_TIMEOUT_S = 60.0
 """Wall-clock seconds per submission for ``python -m autograder`` and Gradescope."""
 MEMORY_MIB = 4096
 """Address-space limit per submission, in MiB (every grader)."""
+
+# -- each learner's server under make hub --------------------------------------------
+HUB_MEMORY_MIB = 2048
+"""Memory of a learner's server, all its processes together (JupyterLab, kernels,
+terminals, files in its /tmp and /dev/shm), in MiB. JupyterLab takes about 150 MiB and a
+kernel that has run a lesson's JAX about 400 MiB: room for a few notebooks open at once."""
+HUB_PROCESSES = 1024
+"""Processes and threads of a learner's server. XLA's CPU client starts a few threads per
+core in each kernel; 1024 leaves room for several kernels on a large machine."""
+HUB_CPUS = 2.0
+"""Cores' time a learner's server may use at most (0: no cap); besides, the servers share
+the processor equally when it is busy."""
+HUB_HOME_MIB = 1024
+"""Size of each learner's home, in MiB (a file system of its own, see
+``deploy/hub/learner_disk.py``; 0: the home as the system made it, unbounded)."""
 
 RECORDED_RULES = ("best", "latest")
 RECORDED = "best"
@@ -230,6 +248,16 @@ SETTINGS = (
             "in to the hub as instructors", env=("HUB_INSTRUCTORS_GROUP",)),
     Setting("HUB_ADMINS", "", "comma-separated user names of the hub's admins (they see the "
             "class too)", env=("HUB_ADMINS",), default_text="none"),
+    Setting("HUB_MEMORY_MIB", HUB_MEMORY_MIB, "MiB of memory of each learner's server, all "
+            "its processes together (a process past it is killed: a kernel restarts)",
+            env=("HUB_MEMORY_MIB",), parse=int),
+    Setting("HUB_PROCESSES", HUB_PROCESSES, "processes and threads of each learner's server",
+            env=("HUB_PROCESSES",), parse=int),
+    Setting("HUB_CPUS", HUB_CPUS, "cores' time each learner's server may use at most (0: no "
+            "cap; busy servers share the processor equally)", env=("HUB_CPUS",), parse=float),
+    Setting("HUB_HOME_MIB", HUB_HOME_MIB, "MiB of each learner's home, a file system of its "
+            "own (0: unbounded, the home as the system made it)", env=("HUB_HOME_MIB",),
+            parse=int),
     Setting("HUB_AUTH", "pam", "how people sign in to the hub (make hub): 'pam' with an "
             "account of the machine; 'lti' by a launch from the LMS (LTI_ISSUER, "
             "LTI_CLIENT_ID, LTI_AUTHORIZE_URL, LTI_JWKS_URL, LTI_DEPLOYMENT_ID), each member "
@@ -271,6 +299,9 @@ SETTINGS = (
             shown="max_per_client"),
     Setting("GRADER_MAX_QUEUE", MAX_QUEUE, "submissions waiting before new ones get 503",
             env=("GRADER_MAX_QUEUE",), flag="--max-queue", parse=int, shown="max_queue"),
+    Setting("GRADER_MAX_HELD", MAX_HELD, "a learner's polls held at once (?wait=); more are "
+            "answered at once", env=("GRADER_MAX_HELD",), flag="--max-held", parse=int,
+            shown="max_held"),
     Setting("GRADER_LEARNER_BYTES", LEARNER_BYTES, "bytes of stored submissions per learner "
             "(0: no quota)", env=("GRADER_LEARNER_BYTES",), flag="--learner-bytes", parse=int,
             shown="learner_bytes"),
@@ -343,7 +374,8 @@ WORKER = STORE + GRADING
 """The settings of ``python -m autograder.service.worker``."""
 SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_BYTES",
                    "GRADER_RATE", "GRADER_MAX_PER_LEARNER", "GRADER_MAX_PER_CLIENT",
-                   "GRADER_MAX_QUEUE", "GRADER_LEARNER_BYTES", "GRADER_HEADER_TIMEOUT",
+                   "GRADER_MAX_QUEUE", "GRADER_MAX_HELD", "GRADER_LEARNER_BYTES",
+                   "GRADER_HEADER_TIMEOUT",
                    "GRADER_BODY_TIMEOUT",
                    *GRADING, "GRADER_AUTH")
 """The settings of ``python -m autograder.service``, in ``--help``'s order."""

@@ -30,7 +30,7 @@ def one_round(uid, leave_one):
     wait until it is empty and remove it; with ``leave_one`` a second process the supervisor did
     not kill (an escaped one) is still in the group then."""
     start = time.perf_counter()
-    group = cgroups.make_submission_group(uid, 64)
+    group = cgroups.make_submission_group(uid, 64, 256)
     children = []
     for _ in range(2 if leave_one else 1):
         pid = os.fork()
@@ -38,12 +38,12 @@ def one_round(uid, leave_one):
             time.sleep(60)
             os._exit(0)
         children.append(pid)
-        cgroups.join(group, pid)
+        group.join(pid)
     joined = time.perf_counter()
     os.kill(children[0], signal.SIGKILL)  # the supervisor's own kill, not timed
     os.waitpid(children[0], 0)
     killing = time.perf_counter()
-    cgroups.kill(group)
+    group.kill()
     ended = time.perf_counter()
     for pid in children[1:]:
         os.waitpid(pid, 0)

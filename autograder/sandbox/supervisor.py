@@ -41,12 +41,14 @@ def supervise(request, limits, lease):
 
     ``lease`` is the :class:`~autograder.sandbox.Lease` of the learner's uid
     (None when not root). As root the learner's process is moved into a cgroup of
-    its own (:func:`~autograder.sandbox.cgroups.make_submission_group`) before it runs
-    anything, and that cgroup is killed and removed however the submission ends.
+    its own (:func:`~autograder.sandbox.cgroups.make_submission_group`, bounding the memory
+    and processes of all it starts together) before it runs anything, and that cgroup is
+    killed and removed however the submission ends.
     Raises OSError or RuntimeError when the cgroup cannot be made or joined.
     """
     uid = lease.uid if lease else None
-    group = cgroups.make_submission_group(uid, limits.processes) if uid is not None else None
+    group = (cgroups.make_submission_group(uid, limits.processes, limits.memory_mib)
+             if uid is not None else None)
     scratch = tempfile.mkdtemp(prefix="grade-")
     log_path = scratch + ".log"
     if uid is not None:
@@ -65,9 +67,13 @@ def supervise(request, limits, lease):
         try:
             _let_go(pid, group, go_write)
             raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
+            # read before the kill: the group's count goes with its folder
+            memory_killed = group is not None and group.memory_kills() > 0
         finally:  # however it ended, this supervisor's own failures included
             _kill_all(pid, lease, group)
         tail, hits = _read_log(log_path)
+        if memory_killed:  # one of its processes, at the group's memory limit: no score
+            hits.add("memory_killed")
         return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, hits)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -79,7 +85,7 @@ def _let_go(pid, group, go_write):
     it waits for this byte, so nothing it forks is left outside. Raises OSError."""
     try:
         if group is not None:
-            cgroups.join(group, pid)
+            group.join(pid)
         os.write(go_write, b"g")
     finally:
         os.close(go_write)
@@ -148,11 +154,11 @@ def _kill_all(pid, lease, group):
         os.waitpid(pid, 0)
     except ChildProcessError:
         pass
-    emptied = group is None or cgroups.kill(group)
+    emptied = group is None or group.kill()
     if lease is not None:
         kill_uid(lease, reap=True)
     if not emptied:
-        raise RuntimeError(f"processes of a submission outlived cgroup.kill in {group}")
+        raise RuntimeError(f"processes of a submission outlived their kill in {group.folders()}")
 
 
 def _become_subreaper():
@@ -205,9 +211,9 @@ def _outcome(code, timed_out, raw, tail, limits, seconds, hits=frozenset()):
     if timed_out:
         return Outcome("timeout", f"timed out after {limits.seconds:g} s", None, seconds, tail)
     reply = wire.read_reply(raw)
-    if code == 0 and reply is not None:
+    if code == 0 and reply is not None and "memory_killed" not in hits:
         return Outcome("ok", "", reply, seconds, tail)
-    if "memory" in hits:
+    if hits & {"memory", "memory_killed"}:
         return Outcome("memory", f"used more than {limits.memory_mib} MiB of memory",
                        None, seconds, tail)
     if "processes" in hits:

@@ -69,9 +69,9 @@ def lease_uid(slot=0):
 def _sweep(lease):
     """End what a crashed run left under ``lease``'s uid: its submission's cgroup
     (every process in it, then the group), then every process of the uid."""
-    group = cgroups.submission_group(lease.uid)
-    if group is not None and not cgroups.kill(group):
-        raise RuntimeError(f"processes left in {group} outlived cgroup.kill")
+    group = cgroups.found(cgroups.SANDBOX, str(lease.uid))
+    if not group.kill():
+        raise RuntimeError(f"processes left in {group.folders()} outlived their kill")
     kill_uid(lease)
 
 

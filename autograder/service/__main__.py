@@ -36,6 +36,7 @@ def settings_of(args, identity):
                 max_queue=args.max_queue, learner_bytes=args.learner_bytes)
     return Settings(identity=identity, prefix=identity.prefix if identity else "/",
                     max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
+                    max_held=args.max_held,
                     address=f"http://{args.host}:{args.port}", recorded=args.recorded,
                     limits=options.shown(args, defaults.SERVICE),
                     # dict.fromkeys: each once, in order (HOST is usually 127.0.0.1 itself)

@@ -33,10 +33,17 @@ class Waiters:
         *args)`` awaits it off the event loop)."""
         self._statuses, self._run = statuses, run
         self._held = {}  # submission id -> set of futures, resolved when it leaves WAITING
+        self._holders = {}  # who asked (a learner's name) -> requests of theirs held now
         self._watch = None
 
-    async def until_graded(self, sub_id, seconds):
-        """Return when ``sub_id`` is no longer queued or running, or after ``seconds``."""
+    async def until_graded(self, sub_id, seconds, holder="", cap=0):
+        """Return when ``sub_id`` is no longer queued or running, or after ``seconds``:
+        True. With ``cap``, when ``holder`` (who asks: str) has that many requests held
+        already, return False at once: one learner's client holds at most ``cap``
+        connections here (and through the proxy), however many it opens."""
+        if cap and self._holders.get(holder, 0) >= cap:
+            return False
+        self._holders[holder] = self._holders.get(holder, 0) + 1
         future = asyncio.get_running_loop().create_future()
         self._held.setdefault(sub_id, set()).add(future)
         if self._watch is None or self._watch.done():
@@ -50,6 +57,10 @@ class Waiters:
             held.discard(future)
             if not held:
                 self._held.pop(sub_id, None)
+            self._holders[holder] -= 1
+            if not self._holders[holder]:
+                del self._holders[holder]
+        return True
 
     async def _watch_store(self):
         """While requests are held: every CHECK_S, one read of their submissions' states."""

@@ -27,6 +27,14 @@ these additions, all only when the hub runs as root:
   server, in a shell over SSH) (:meth:`CourseSpawner.stop`); the server runs with
   ``no_new_privs``, so no setuid program it starts leaves the learner's uid. Without
   cgroup v2 (or before Linux 5.14) the hub says so and ends processes by uid only.
+* **Limits** (:meth:`CourseSpawner.make_cgroup`, :mod:`learner_disk`): the server's cgroup
+  bounds the memory (``HUB_MEMORY_MIB``), processes (``HUB_PROCESSES``) and CPU
+  (``HUB_CPUS``, and an equal share) of all its processes together, in cgroup v2 or the
+  v1 hierarchies, wherever each controller is; a process past the memory limit is
+  killed by the kernel (a kernel restarts, and its next cell says why: the startup file
+  ``learner_home.py`` lays), and the hub's log says so at its next poll. Her home is a
+  file system of ``HUB_HOME_MIB`` of its own, mounted when her server first starts; the
+  folder of her server's socket a 1 MiB tmpfs.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
@@ -51,12 +59,12 @@ from urllib.parse import urlparse
 
 from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from jupyterhub.spawner import LocalProcessSpawner
-from traitlets import Unicode
+from traitlets import Float, Integer, Unicode
 
 from autograder.defaults import CHECKOUT as REPO
 from autograder.sandbox import cgroups, mounts
 from autograder.sandbox.uids import end_uid
-from deploy.hub import learner_net
+from deploy.hub import learner_disk, learner_net
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = REPO / "scripts"
@@ -127,7 +135,8 @@ class CourseSpawner(LocalProcessSpawner):
 
     _laid = None  # release_state() when the workspace was last laid
     _pipes = None  # the hub's and the grader's UNIX sockets (learner_net.serve_pipe), once
-    _cgroup = None  # the server's cgroup (a Path) while it runs, where there is one
+    _cgroup = None  # the server's cgroups (a cgroups.Group) while it runs
+    _memory_kills = 0  # processes of it killed at its memory limit, as last logged
 
     socket_root = Unicode(
         "/run/course-hub", config=True,
@@ -135,6 +144,12 @@ class CourseSpawner(LocalProcessSpawner):
     grader_address = Unicode(
         "", config=True,  # jupyterhub_config.py sets it (GRADER_PORT)
         help="host:port of the grading service, piped to <socket_root>/grader.sock.")
+    memory_mib = Integer(0, config=True, help="MiB of memory of the server (0: unbounded).")
+    processes = Integer(0, config=True, help="Processes and threads of the server (0: unbounded).")
+    cpus = Float(0.0, config=True, help="Cores' time the server may use at most (0: no cap).")
+    home_mib = Integer(0, config=True, help="MiB of the learner's home (0: unbounded).")
+    home_images = Unicode(
+        "", config=True, help="Root-only folder of the homes' file-system images (learner_disk).")
 
     @property
     def confined(self):
@@ -153,7 +168,7 @@ class CourseSpawner(LocalProcessSpawner):
 
         def preexec():
             if group is not None:
-                cgroups.join(group)  # before anything else: all it starts is in there
+                group.join()  # before anything else: all it starts is in there
             confine()
             drop()
             no_new_privileges()
@@ -161,12 +176,14 @@ class CourseSpawner(LocalProcessSpawner):
         return preexec
 
     async def start(self):
+        await asyncio.to_thread(self.mount_home)
         await asyncio.to_thread(self.lay_workspace)
         if not self.confined:
             return await super().start()
         await self.open_pipes()
         sock = await asyncio.to_thread(self.prepare_socket_dir)
         self._cgroup = await asyncio.to_thread(self.make_cgroup)
+        self._memory_kills = 0
         # jupyter-server refuses --sock beside a port other than its default; the port
         # in JUPYTERHUB_SERVICE_URL is never bound (the server listens on the socket only)
         self.port = DEFAULT_JUPYTER_SERVER_PORT
@@ -201,42 +218,99 @@ class CourseSpawner(LocalProcessSpawner):
         return Path(self.socket_root).name, self.user.name
 
     def make_cgroup(self):
-        """The server's cgroup (emptied first: a server of before a crash), or None where
-        there is no cgroup v2 with ``cgroup.kill`` (then said in the log)."""
-        group = cgroups.make(HUB_CGROUP, *self.cgroup_names())
-        if group is None:
+        """The server's :class:`~autograder.sandbox.cgroups.Group` (emptied first: a server
+        of before a crash), bounded by :attr:`memory_mib`, :attr:`processes` and
+        :attr:`cpus` with an equal CPU weight; the log says what this host cannot bound,
+        and when there is no cgroup v2 with ``cgroup.kill``."""
+        names = (HUB_CGROUP, *self.cgroup_names())
+        if not cgroups.found(*names).kill():
+            raise RuntimeError(f"could not empty the cgroups of {'/'.join(names)}")
+        group = cgroups.limited(names, memory_mib=self.memory_mib or None,
+                                processes=self.processes or None, cpu_weight=100,
+                                cpus=self.cpus or None)
+        if group.v2 is None:
             self.log.warning("no cgroup v2 with cgroup.kill here: %s's processes are ended "
                              "by uid only when the server stops", self.user.name)
-        elif not cgroups.kill(group) or cgroups.make(HUB_CGROUP, *self.cgroup_names()) is None:
-            raise RuntimeError(f"could not empty the cgroup {group}")
+        wanted = {"memory": self.memory_mib, "processes": self.processes, "cpu": 100,
+                  "cpus": self.cpus}
+        missing = [k for k, v in wanted.items() if v and k not in group.bounds]
+        if missing:
+            self.log.warning("this host has no cgroup controller for %s: %s's server is "
+                             "not bounded in it", ", ".join(missing), self.user.name)
         return group
 
     def end_cgroup(self):
-        """Kill everything in the server's cgroup and remove it (a no-op without one)."""
-        group = self._cgroup
-        if group is None:
-            root = cgroups.v2_root()
-            group = root.joinpath(HUB_CGROUP, *self.cgroup_names()) if root else None
-        if group is not None and not cgroups.kill(group):
-            self.log.error("processes of %s's server outlived cgroup.kill in %s",
-                           self.user.name, group)
+        """Kill everything in the server's cgroups and remove them (also those a hub of
+        before a restart made)."""
+        group = self._cgroup or cgroups.found(HUB_CGROUP, *self.cgroup_names())
+        if not group.kill():
+            self.log.error("processes of %s's server outlived their kill in %s",
+                           self.user.name, group.folders())
         self._cgroup = None
+
+    def memory_environment(self):
+        """What the kernels' startup file (``learner_home.py``) reads to say a process was
+        killed at the memory limit: the cgroup file counting those kills and the limit."""
+        group = self._cgroup
+        if group is None or "memory" not in group.bounds:
+            return {}
+        events = (group.v2 / "memory.events" if group.bounds["memory"][1] == "v2"
+                  else group.v1["memory"] / "memory.oom_control")
+        return {"COURSE_MEMORY_EVENTS": str(events), "COURSE_MEMORY_MIB": str(self.memory_mib)}
+
+    def get_env(self):
+        env = super().get_env()
+        env.update(self.memory_environment())
+        return env
+
+    def note_memory_kills(self):
+        """Say in the hub's log when the kernel killed processes of the server at its
+        memory limit since the last look (at each poll)."""
+        group = self._cgroup
+        kills = group.memory_kills() if group is not None else 0
+        if kills > self._memory_kills:
+            self.log.warning("%s's server reached its memory limit (%d MiB): the kernel "
+                             "killed %d of its processes (a kernel then restarts)",
+                             self.user.name, self.memory_mib, kills - self._memory_kills)
+            self._memory_kills = kills
+
+    def home_image(self):
+        return Path(self.home_images) / f"{self.user.name}.ext4"
+
+    def mount_home(self):
+        """The learner's home as a file system of :attr:`home_mib` (:mod:`learner_disk`)."""
+        if self.home_mib and self.confined:
+            entry = pwd.getpwnam(self.user.name)
+            learner_disk.mount_home(entry.pw_dir, self.home_image(), self.home_mib,
+                                    entry.pw_uid, entry.pw_gid)
 
     def prepare_socket_dir(self):
         """A fresh ``<socket_root>/<name>/``, the learner's own (mode 0700): the path of the
         server's socket in it."""
         entry = pwd.getpwnam(self.user.name)
         folder = self.socket_dir()
-        shutil.rmtree(folder, ignore_errors=True)
+        self.remove_socket_dir()
         folder.mkdir(mode=0o700)
         os.chown(folder, entry.pw_uid, entry.pw_gid)
+        # hers to write in, on the machine's disk otherwise: a small tmpfs of its own
+        learner_disk.mount_small(folder, entry.pw_uid, entry.pw_gid)
         return folder / "server.sock"
+
+    def remove_socket_dir(self):
+        """Unmount and remove ``<socket_root>/<name>/`` (nothing answers there after)."""
+        try:
+            learner_disk.unmount_home(self.socket_dir())
+        except RuntimeError as error:
+            self.log.error("could not unmount %s: %s", self.socket_dir(), error)
+        shutil.rmtree(self.socket_dir(), ignore_errors=True)
 
     async def poll(self):
         """JupyterHub's check that the server runs (every ``poll_interval``, 30 s by
         default); a running server whose workspace predates the release gets it laid
         again: a new exercise appears in the learner's file browser, no restart."""
         status = await super().poll()
+        if status is None and self.confined:
+            self.note_memory_kills()
         if status is None and self.confined and self.server and not self.server.connect_url:
             # a server started before the hub restarted: the same socket, the pipes again
             await self.open_pipes()
@@ -257,7 +331,7 @@ class CourseSpawner(LocalProcessSpawner):
         if self.confined:
             await asyncio.to_thread(self.end_cgroup)
             await asyncio.to_thread(end_uid, pwd.getpwnam(self.user.name).pw_uid)
-            shutil.rmtree(self.socket_dir(), ignore_errors=True)  # nothing answers there
+            await asyncio.to_thread(self.remove_socket_dir)  # nothing answers there
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""

@@ -193,6 +193,12 @@ if os.geteuid() == 0:
     c.CourseSpawner.grader_address = f"127.0.0.1:{setting('GRADER_PORT')}"
     c.CourseSpawner.hub_connect_url = course_spawner.learner_net.unix_url(SOCKETS / "hub.sock")
     c.Spawner.environment["GRADER_SOCKET"] = str(SOCKETS / "grader.sock")
+    # each server's limits (course_spawner, learner_disk), all its processes together
+    c.CourseSpawner.memory_mib = int(setting("HUB_MEMORY_MIB"))
+    c.CourseSpawner.processes = int(setting("HUB_PROCESSES"))
+    c.CourseSpawner.cpus = float(setting("HUB_CPUS"))
+    c.CourseSpawner.home_mib = int(setting("HUB_HOME_MIB"))
+    c.CourseSpawner.home_images = str(STATE / "homes")
 
 # -- the course's services -----------------------------------------------------
 _service_env = {"PATH": env("PATH", "/usr/bin:/bin"), "HOME": env("HOME", "/root"),

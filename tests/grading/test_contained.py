@@ -176,3 +176,62 @@ def test_a_submission_runs_in_a_cgroup_of_its_own_removed_after(intruded):
     group, graders, _, left = intruded
     assert group != graders and group.parent.name == cgroups.SANDBOX
     assert not left
+
+
+# What a submission holds in memory beside its own process, each within the process's own
+# address-space limit (2048 MiB here) and together over the submission's 2048 MiB: forked
+# children; files in its tmpfs folders and System V shared memory, which no address space
+# counts. The answer itself is right (it would score 10).
+SPLIT_MEMORY = {
+    "forked_children": r'''
+import os, time
+children = []
+for _ in range(3):
+    if (pid := os.fork()) == 0:
+        hog = b"x" * (720 * 2**20)
+        time.sleep(3)  # all three hold theirs at once
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+''',
+    "tmpfs_files_and_shm": r'''
+import ctypes, os
+for folder in ("/tmp", "/dev/shm", "/var/tmp", "/run/lock", "/run/user", "/var/lock"):
+    for part in range(4):  # files of 60 MiB: each under the 64 MiB file-size limit
+        try:
+            with open(os.path.join(folder, f"hog{part}"), "wb") as out:
+                for _ in range(60):
+                    out.write(b"x" * 2**20)
+        except OSError:
+            pass
+libc = ctypes.CDLL(None)
+libc.shmat.restype = ctypes.c_void_p
+for _ in range(3):  # each touched, then detached: it stays, in no address space
+    shm = libc.shmget(0, 500 * 2**20, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+    if shm >= 0 and (at := libc.shmat(shm, None, 0)) not in (None, ctypes.c_void_p(-1).value):
+        ctypes.memset(at, 1, 500 * 2**20)
+        libc.shmdt(ctypes.c_void_p(at))
+''',
+}
+RIGHT = '''
+import jax
+_add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+def update_with_donate(state, delta):
+    return _add(state, delta)
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a submission's cgroup is made as root")
+@pytest.mark.parametrize("way", sorted(SPLIT_MEMORY))
+def test_memory_is_bounded_across_a_submissions_processes(released_course, tmp_path, way):
+    """Memory spread where no process's own limit sees it, more than the submission may
+    use in all: the answer gets the memory message and 0, as one process over it does."""
+    nb = with_answer(released_notebook(released_course), SPLIT_MEMORY[way] + RIGHT)
+    (tmp_path / "split.ipynb").write_text(json.dumps(nb))
+    graded = grader_cli(tmp_path / "split.ipynb", "--out", tmp_path / "grades", "--jobs", "1",
+                        "--memory-mib", "2048", "--timeout", "60")
+    assert graded.returncode == 0, graded.stderr[-2000:]
+    result = json.loads((tmp_path / "grades" / "split" / "results.json").read_text())
+    assert (result["score"], result["extra_data"]["status"]) == (0, "memory"), result["output"]
+    assert "used more than 2048 MiB of memory" in result["output"]

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from deploy.hub import learner_disk
+
 
 @dataclass
 class Account:
@@ -51,6 +53,7 @@ def add_account(name, group):
 def remove_account(account):
     """End what ``account`` still runs and remove the user and its home."""
     kill_user(account.name)
+    unmount_home(account.name)
     subprocess.run(["userdel", "-r", account.name], capture_output=True)
 
 
@@ -74,7 +77,18 @@ def remove_accounts(accounts):
     and its home."""
     kill_users([a.name for a in accounts])
     for account in accounts:
+        unmount_home(account.name)
         subprocess.run(["userdel", "-r", account.name], capture_output=True)
+
+
+def unmount_home(name):
+    """Unmount the file system a hub mounted over ``name``'s home (``HUB_HOME_MIB``), if any."""
+    home = f"/home/{name}"
+    if learner_disk.mounted(home):
+        try:
+            learner_disk.unmount_home(home)
+        except RuntimeError:  # still open somewhere: detach it here, freed when closed
+            subprocess.run(["umount", "-l", home], check=False)
 
 
 @contextlib.contextmanager

@@ -141,7 +141,8 @@ def running_hub(accounts, released_course, root, repo=REPO, make=("make", "hub")
                GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),
                # two slots, as make hub's default gives on two cores (at most 8 apart)
                GRADER_JOBS="2", GRADER_SLOT_BASE=str(random.randrange(2000, 60000, 8)),
-               HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"])
+               HUB_LEARNERS_GROUP=groups["learners"], HUB_INSTRUCTORS_GROUP=groups["instructors"],
+               HUB_HOME_MIB="128")  # each learner's home a file system (small: a class of 30)
     env.update(extra)
     hub = Hub(root, env, repo, make)
     try:

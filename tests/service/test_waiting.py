@@ -61,3 +61,27 @@ def test_a_hold_runs_out_and_an_unknown_id_wakes_at_once(monkeypatch):
         await asyncio.wait_for(waiters.until_graded("gone", 5), 1)
 
     asyncio.run(scenario())
+
+
+def test_a_learner_holds_at_most_her_cap_and_others_are_held_beside_her(monkeypatch):
+    """eve asks for 50 holds at once: 4 (the cap) are held, the other 46 answered at once
+    (False: not held); ann's poll is still held, and wakes when hers is graded."""
+    monkeypatch.setattr(waiting, "CHECK_S", 0.01)
+    states = {"eve1": "running", "ann1": "queued"}
+    waiters = _waiters(states, [])
+
+    async def scenario():
+        eve = [asyncio.ensure_future(waiters.until_graded("eve1", 5, "eve", 4)) for _ in range(50)]
+        await asyncio.sleep(0.05)
+        answered = [f for f in eve if f.done()]
+        assert len(answered) == 46 and not any(f.result() for f in answered)
+        ann = asyncio.ensure_future(waiters.until_graded("ann1", 5, "ann", 4))
+        await asyncio.sleep(0.05)
+        assert not ann.done()
+        states["ann1"] = "done"
+        assert await asyncio.wait_for(ann, 1) is True
+        states["eve1"] = "done"
+        assert sum(await asyncio.wait_for(asyncio.gather(*eve), 1)) == 4
+        assert waiters._holders == {}  # each hold given back: she may be held again
+
+    asyncio.run(scenario())
