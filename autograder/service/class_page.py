@@ -121,9 +121,10 @@ def _groups(exercise, checks):
 
 def _masked(observation):
     """An observation with each blanked number (``#``, :func:`class_stats.observation`)
-    shown as a marked <var>n</var>, not a run of hashes."""
-    return escape(observation).replace(
-        "#", '<var class="masked" title="a number that differs from learner to learner">n</var>')
+    shown as a marked <var>n</var>, not a run of hashes. Split before escaping: an
+    escaped quote (``&#x27;``) holds a ``#`` of its own."""
+    mark = '<var class="masked" title="a number that differs from learner to learner">n</var>'
+    return mark.join(escape(part) for part in observation.split("#"))
 
 
 def _not_graded(groups):

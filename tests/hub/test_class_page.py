@@ -73,13 +73,16 @@ def expected_groups(view):
 
 
 def page_groups(section):
-    """The same, read from the class page's DOM."""
+    """The same, read from the class page's DOM (each masked number as ``#``, as
+    :func:`class_stats.observation` writes it)."""
     return section.evaluate("""sec => {
         const out = {};
         sec.querySelectorAll('.stuck h4.check').forEach(h => {
             const name = h.textContent.replace(/: \\d+ failing$/, '');
             out[name] = [...h.nextElementSibling.querySelectorAll('li.group')].map(li => [
-                li.querySelector('code.observation').textContent,
+                // a masked number is drawn as <var class="masked">n</var>: read it back as '#'
+                [...li.querySelector('code.observation').childNodes].map(n =>
+                    n.nodeType === 1 && n.matches('var.masked') ? '#' : n.textContent).join(''),
                 parseInt(li.querySelector('.count').textContent),
                 [...li.querySelectorAll('.who a')].map(a => new URL(a.href).searchParams.get('learner'))]);
         });

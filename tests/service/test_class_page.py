@@ -3,7 +3,7 @@ grouped by their structure (distinct mistakes apart), pass rates, progress, plot
 what they show in text, and learners' words escaped."""
 import json
 import re
-from html import escape
+from html import escape, unescape
 
 import pytest
 
@@ -202,6 +202,19 @@ def test_masked_numbers_read_as_a_marked_n_with_a_legend(store):
             'learner">n</var> at index <var class="masked"') in html
     shown = re.findall(r'<code class="observation">(.*?)</code>', html)
     assert 'class="legend"' in html and shown and not any("#" in o for o in shown), shown
+
+
+@pytest.mark.parametrize("char", ["'", '"', "<", ">", "&", "&#x27;"])
+def test_a_masked_observation_reads_back_as_written_whatever_it_quotes(store, char):
+    """Every character HTML escapes (its escape of a quote holds a ``#``) comes back as
+    written around the marked numbers."""
+    _graded(store, "ada", f"the loop{char}s first call differs at index 3")
+    html = class_page.render(class_stats.class_data(store, "best"))
+    shown = re.findall(r'<code class="observation">(.*?)</code>', html)
+    # as a browser reads it: the text around each mark unescaped on its own
+    read = ["#".join(unescape(t) for t in re.split(r'<var class="masked"[^>]*>n</var>', o))
+            for o in shown]
+    assert read == [f"Got: the loop{char}s first call differs at index #"], read
 
 
 def test_exercises_in_course_order_and_an_empty_one_draws_no_plot(store):
