@@ -17,7 +17,9 @@ these additions, all only when the hub runs as root:
   another's.
 * **A network of its own** (:mod:`learner_net`): the server runs in a network namespace
   holding only its loopback and listens on a UNIX socket only the learner and root can
-  reach (:attr:`CourseSpawner.socket_root`); the hub's API and the grading service are
+  reach (:attr:`CourseSpawner.socket_root`), which the hub moves into a folder of its own
+  once the server listens and routes to only there (:meth:`CourseSpawner.adopt_socket`:
+  nothing the learner can change is followed); the hub's API and the grading service are
   reached through two UNIX sockets beside it. A port a learner's process listens on
   exists only in that namespace, where no browser connects.
 * **Nothing outlives the server**: it runs in a cgroup of its own
@@ -171,14 +173,39 @@ class CourseSpawner(LocalProcessSpawner):
         # in JUPYTERHUB_SERVICE_URL is never bound (the server listens on the socket only)
         self.port = DEFAULT_JUPYTER_SERVER_PORT
         await super().start()
-        url = learner_net.unix_url(sock)
+        url = learner_net.unix_url(await self.adopt_socket(sock))
         self.server.connect_url = url + self.server.base_url  # where the hub and proxy connect
         return url
+
+    def route(self):
+        """Where the hub and the proxy reach this server: its socket, moved into root's
+        own folder (:func:`learner_net.adopt`)."""
+        return learner_net.route(self.socket_root, self.user.name)
+
+    async def adopt_socket(self, sock):
+        """Wait (up to ``http_timeout``) until the server listens on ``sock``, then move it
+        to :meth:`route` and check it there; the route's path. Raises RuntimeError when
+        the server ended first, did not listen in time, or what was there was not its
+        own socket (then the learner's server does not start)."""
+        deadline = asyncio.get_running_loop().time() + self.http_timeout
+        while not learner_net.listening(self.pid, str(sock)):
+            if await super().poll() is not None:
+                raise RuntimeError(f"{self.user.name}'s server ended before it listened")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"{self.user.name}'s server did not listen on {sock}")
+            await asyncio.sleep(0.1)
+        uid = pwd.getpwnam(self.user.name).pw_uid
+        try:
+            await asyncio.to_thread(learner_net.adopt, sock.parent, self.route(), uid, self.pid)
+        except learner_net.NotHers as err:
+            self.log.error("%s's server is not started: %s", self.user.name, err)
+            raise RuntimeError(f"{self.user.name}'s server socket was not its own") from None
+        return self.route()
 
     def get_args(self):
         args = super().get_args()
         if self.confined:
-            args.append(f"--ServerApp.sock={self.socket_dir() / 'server.sock'}")
+            args.append(f"--ServerApp.sock={self.socket_dir() / learner_net.SERVER_SOCK}")
         return args
 
     async def open_pipes(self):
@@ -191,9 +218,10 @@ class CourseSpawner(LocalProcessSpawner):
         root.chmod(0o711)
         hub = urlparse(self.hub.api_url)
         host, port = self.grader_address.rsplit(":", 1)
+        caps = learner_net.Caps()  # what one learner holds through both, in the hub's process
         CourseSpawner._pipes = [
-            await learner_net.serve_pipe(str(root / "hub.sock"), hub.hostname, hub.port),
-            await learner_net.serve_pipe(str(root / "grader.sock"), host, int(port))]
+            await learner_net.serve_pipe(str(root / "hub.sock"), hub.hostname, hub.port, caps),
+            await learner_net.serve_pipe(str(root / "grader.sock"), host, int(port), caps)]
 
     def cgroup_names(self):
         """The server's cgroup below ``course-hub/``: this hub's (the name of its
@@ -230,7 +258,11 @@ class CourseSpawner(LocalProcessSpawner):
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(mode=0o700)
         os.chown(folder, entry.pw_uid, entry.pw_gid)
-        return folder / "server.sock"
+        try:
+            self.route().unlink()  # a route of before a crash reaches nothing until adopted
+        except FileNotFoundError:
+            pass
+        return folder / learner_net.SERVER_SOCK
 
     async def poll(self):
         """JupyterHub's check that the server runs (every ``poll_interval``, 30 s by
@@ -238,10 +270,15 @@ class CourseSpawner(LocalProcessSpawner):
         again: a new exercise appears in the learner's file browser, no restart."""
         status = await super().poll()
         if status is None and self.confined and self.server and not self.server.connect_url:
-            # a server started before the hub restarted: the same socket, the pipes again
+            # a server started before the hub restarted: its route, checked again, the pipes
             await self.open_pipes()
-            sock = learner_net.unix_url(self.socket_dir() / "server.sock")
-            self.server.connect_url = sock + self.server.base_url
+            try:
+                await asyncio.to_thread(learner_net.check, self.route(),
+                                        pwd.getpwnam(self.user.name).pw_uid, self.pid)
+            except learner_net.NotHers as err:
+                self.log.error("%s's server has no route of its own: %s", self.user.name, err)
+                return 1  # the hub then sees it stopped (and stops it)
+            self.server.connect_url = learner_net.unix_url(self.route()) + self.server.base_url
         if status is None and self._laid != release_state():
             try:
                 await asyncio.to_thread(self.lay_workspace)
@@ -257,7 +294,11 @@ class CourseSpawner(LocalProcessSpawner):
         if self.confined:
             await asyncio.to_thread(self.end_cgroup)
             await asyncio.to_thread(end_uid, pwd.getpwnam(self.user.name).pw_uid)
-            shutil.rmtree(self.socket_dir(), ignore_errors=True)  # nothing answers there
+            shutil.rmtree(self.socket_dir(), ignore_errors=True)
+            try:
+                self.route().unlink()  # nothing answers there
+            except FileNotFoundError:
+                pass
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""
