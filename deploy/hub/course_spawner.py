@@ -9,8 +9,8 @@ these additions, all only when the hub runs as root:
   cannot go: the venv's interpreter links into root's home (mode 0700), and
   the repository holds the hidden tests, the grading database and the hub's
   state. In the learner's namespace empty tmpfs mounts cover root's home, the
-  repository, ``/tmp`` and ``/dev/shm`` (their own), System V IPC is the
-  server's own (an IPC namespace), and only the interpreter
+  repository, ``/tmp``, ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` (their own),
+  System V IPC is the server's own (an IPC namespace), and only the interpreter
   (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
@@ -90,10 +90,12 @@ PR_SET_NO_NEW_PRIVS = 38
 
 
 def covers():
-    """Folders hidden from learners' servers, with their tmpfs options: /tmp and /dev/shm
-    (their own, gone with the server), root's home and the repository (empty, holding
-    only what is bound back)."""
+    """Folders hidden from learners' servers, with their tmpfs options: the machine's
+    shared scratch, /tmp, /dev/shm, /var/tmp and /run/lock (/var/lock links there: each
+    server's own, gone with it, so nothing passes between learners or outlives a server),
+    root's home and the repository (empty, holding only what is bound back)."""
     return {"/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
+            "/var/tmp": "size=512m,mode=1777", "/run/lock": "size=8m,mode=1777",
             os.path.expanduser("~root"): mounts.SMALL, str(REPO): mounts.SMALL}
 
 
@@ -300,6 +302,16 @@ class CourseSpawner(LocalProcessSpawner):
             except FileNotFoundError:
                 pass
 
+    def staging_root(self):
+        """Where the workspace's inputs are copied for the learner's process to read: a
+        folder its namespace shows (its /tmp and /var/tmp are its own): the socket root
+        (made here, root's, mode 0711), or /var/tmp where servers are not confined."""
+        if not self.confined:
+            return "/var/tmp"
+        root = Path(self.socket_root)
+        root.mkdir(mode=0o711, parents=True, exist_ok=True)
+        return str(root)
+
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""
         name = self.user.name
@@ -307,7 +319,7 @@ class CourseSpawner(LocalProcessSpawner):
         state = release_state()  # before copying: a release made meanwhile is laid next
         if os.geteuid() == 0:
             os.chmod(home, 0o700)  # other learners cannot read it
-        staging = Path(tempfile.mkdtemp(prefix="course-workspace-", dir="/var/tmp"))
+        staging = Path(tempfile.mkdtemp(prefix=".workspace-", dir=self.staging_root()))
         try:
             shutil.copytree(LESSONS, staging / "lessons")
             shutil.copytree(RELEASE, staging / "release")
