@@ -32,6 +32,12 @@ HIDDEN = tuple(str(p.relative_to(REPO)) for p in exercises.private_folders())
 # Covered by empty mounts in the learner's mount namespace: every world-writable
 # place (so nothing persists or passes between learners) and the repo's private parts.
 SCRATCH_MOUNTS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock", "/run/user")
+# Where the machine's servers keep their UNIX sockets (every hub's and grading service's
+# below /run/course-hub, a database's, the system bus, a mail queue's below /var/spool,
+# one below /var/lib), which the network namespace does not cut off: a socket with a path
+# is reached through the filesystem. Covered by empty ones, before the scratch folders
+# below them, which are made on them.
+SERVERS_STATE = ("/run", "/var")
 # The top-level folders of the system itself, left visible; every other one (/home,
 # /root, /srv, /opt, a course's /work, ...) is covered, so that no checkout, build
 # output or copy anywhere on the machine is readable by learner code because of its
@@ -94,11 +100,12 @@ def import_paths():
 def _private_mounts(hide):
     """Give the learner's process its own mount, network and IPC namespaces (root only).
 
-    The network namespace has no interface up, so learner code reaches no
-    server (not the grading service, not the internet). Fresh, empty tmpfs
+    The network namespace has no interface up and its own abstract UNIX socket
+    names, and :data:`SERVERS_STATE` is covered, so learner code reaches no server
+    (not the grading service, not a hub, not the internet). Fresh, empty tmpfs
     mounts (256 MiB each) cover :data:`SCRATCH_MOUNTS`, :data:`REPO_MOUNTS` and
-    the ``hide`` folders (submissions, results), and small ones root's home, this
-    repository and every top-level folder outside :data:`SYSTEM`.
+    the ``hide`` folders (submissions, results), and small ones :data:`SERVERS_STATE`,
+    root's home, this repository and every top-level folder outside :data:`SYSTEM`.
     What the learner's process must still import (this package, the venv, the
     interpreter's standard library, which may be pyenv's under root's home) is
     bound back where a cover would hide it (:mod:`autograder.sandbox.mounts`).
@@ -108,7 +115,7 @@ def _private_mounts(hide):
     if lib.unshare(NAMESPACES) != 0:
         return False
     mounts.make_root_private(lib)
-    covers = {t: SCRATCH for t in SCRATCH_MOUNTS}
+    covers = {**{t: mounts.SMALL for t in SERVERS_STATE}, **{t: SCRATCH for t in SCRATCH_MOUNTS}}
     for top in (*_non_system(), os.path.expanduser("~root"), str(REPO)):
         covers[top] = mounts.SMALL
     # Of this repository only the package comes back (the zygote's sys.path names the

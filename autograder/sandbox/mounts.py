@@ -47,8 +47,10 @@ def under(paths, covers):
 
 
 def cover(lib, covers, keep):
-    """Mount an empty tmpfs on each folder of ``covers`` (``{folder: tmpfs options}``),
-    then bind each ``(where, real)`` of ``keep`` back at ``where``.
+    """Mount an empty tmpfs on each folder of ``covers`` (``{folder: tmpfs options}``, in
+    its order: a folder below an earlier cover is made on that cover, so it is there
+    even where the machine has none), then bind each ``(where, real)`` of ``keep`` back
+    at ``where``.
 
     Call it inside a fresh mount namespace whose root is already private. What is kept
     is parked under :data:`STAGING` first, since a cover may hide its source. Raises
@@ -58,9 +60,13 @@ def cover(lib, covers, keep):
     for i, (_, real) in enumerate(keep):
         os.mkdir(f"{STAGING}/{i}")
         mount(lib, real, f"{STAGING}/{i}", None, MS_BIND | MS_REC, None)
+    made = []
     for target, options in covers.items():
+        if not os.path.lexists(target) and any(target.startswith(c + "/") for c in made):
+            os.makedirs(target, mode=0o755)  # below an earlier cover: made on it
         if os.path.isdir(target) and not os.path.islink(target):
             mount(lib, "tmpfs", target, "tmpfs", 0, options)
+            made.append(target)
     for i, (where, _) in enumerate(keep):
         os.makedirs(where, mode=0o755, exist_ok=True)
         mount(lib, f"{STAGING}/{i}", where, None, MS_BIND | MS_REC, None)

@@ -9,15 +9,17 @@ these additions, all only when the hub runs as root:
   cannot go: the venv's interpreter links into root's home (mode 0700), and
   the repository holds the hidden tests, the grading database and the hub's
   state. In the learner's namespace empty tmpfs mounts cover root's home, the
-  repository, ``/tmp`` and ``/dev/shm`` (their own), System V IPC is the
-  server's own (an IPC namespace), and only the interpreter
+  repository, ``/tmp``, ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` (their own),
+  System V IPC is the server's own (an IPC namespace), and only the interpreter
   (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
 * **A network of its own** (:mod:`learner_net`): the server runs in a network namespace
   holding only its loopback and listens on a UNIX socket only the learner and root can
-  reach (:attr:`CourseSpawner.socket_root`); the hub's API and the grading service are
+  reach (:attr:`CourseSpawner.socket_root`), which the hub moves into a folder of its own
+  once the server listens and routes to only there (:meth:`CourseSpawner.adopt_socket`:
+  nothing the learner can change is followed); the hub's API and the grading service are
   reached through two UNIX sockets beside it. A port a learner's process listens on
   exists only in that namespace, where no browser connects.
 * **Nothing outlives the server**: it runs in a cgroup of its own
@@ -96,10 +98,12 @@ PR_SET_NO_NEW_PRIVS = 38
 
 
 def covers():
-    """Folders hidden from learners' servers, with their tmpfs options: /tmp and /dev/shm
-    (their own, gone with the server), root's home and the repository (empty, holding
-    only what is bound back)."""
+    """Folders hidden from learners' servers, with their tmpfs options: the machine's
+    shared scratch, /tmp, /dev/shm, /var/tmp and /run/lock (/var/lock links there: each
+    server's own, gone with it, so nothing passes between learners or outlives a server),
+    root's home and the repository (empty, holding only what is bound back)."""
     return {"/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
+            "/var/tmp": "size=512m,mode=1777", "/run/lock": "size=8m,mode=1777",
             os.path.expanduser("~root"): mounts.SMALL, str(REPO): mounts.SMALL}
 
 
@@ -188,14 +192,39 @@ class CourseSpawner(LocalProcessSpawner):
         # in JUPYTERHUB_SERVICE_URL is never bound (the server listens on the socket only)
         self.port = DEFAULT_JUPYTER_SERVER_PORT
         await super().start()
-        url = learner_net.unix_url(sock)
+        url = learner_net.unix_url(await self.adopt_socket(sock))
         self.server.connect_url = url + self.server.base_url  # where the hub and proxy connect
         return url
+
+    def route(self):
+        """Where the hub and the proxy reach this server: its socket, moved into root's
+        own folder (:func:`learner_net.adopt`)."""
+        return learner_net.route(self.socket_root, self.user.name)
+
+    async def adopt_socket(self, sock):
+        """Wait (up to ``http_timeout``) until the server listens on ``sock``, then move it
+        to :meth:`route` and check it there; the route's path. Raises RuntimeError when
+        the server ended first, did not listen in time, or what was there was not its
+        own socket (then the learner's server does not start)."""
+        deadline = asyncio.get_running_loop().time() + self.http_timeout
+        while not learner_net.listening(self.pid, str(sock)):
+            if await super().poll() is not None:
+                raise RuntimeError(f"{self.user.name}'s server ended before it listened")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"{self.user.name}'s server did not listen on {sock}")
+            await asyncio.sleep(0.1)
+        uid = pwd.getpwnam(self.user.name).pw_uid
+        try:
+            await asyncio.to_thread(learner_net.adopt, sock.parent, self.route(), uid, self.pid)
+        except learner_net.NotHers as err:
+            self.log.error("%s's server is not started: %s", self.user.name, err)
+            raise RuntimeError(f"{self.user.name}'s server socket was not its own") from None
+        return self.route()
 
     def get_args(self):
         args = super().get_args()
         if self.confined:
-            args.append(f"--ServerApp.sock={self.socket_dir() / 'server.sock'}")
+            args.append(f"--ServerApp.sock={self.socket_dir() / learner_net.SERVER_SOCK}")
         return args
 
     async def open_pipes(self):
@@ -208,9 +237,10 @@ class CourseSpawner(LocalProcessSpawner):
         root.chmod(0o711)
         hub = urlparse(self.hub.api_url)
         host, port = self.grader_address.rsplit(":", 1)
+        caps = learner_net.Caps()  # what one learner holds through both, in the hub's process
         CourseSpawner._pipes = [
-            await learner_net.serve_pipe(str(root / "hub.sock"), hub.hostname, hub.port),
-            await learner_net.serve_pipe(str(root / "grader.sock"), host, int(port))]
+            await learner_net.serve_pipe(str(root / "hub.sock"), hub.hostname, hub.port, caps),
+            await learner_net.serve_pipe(str(root / "grader.sock"), host, int(port), caps)]
 
     def cgroup_names(self):
         """The server's cgroup below ``course-hub/``: this hub's (the name of its
@@ -289,12 +319,15 @@ class CourseSpawner(LocalProcessSpawner):
         server's socket in it."""
         entry = pwd.getpwnam(self.user.name)
         folder = self.socket_dir()
+        # a route of before a crash reaches nothing until adopted again, and it would
+        # hold the old folder's file system mounted
+        learner_net.unroute(self.route())
         self.remove_socket_dir()
         folder.mkdir(mode=0o700)
         os.chown(folder, entry.pw_uid, entry.pw_gid)
         # hers to write in, on the machine's disk otherwise: a small tmpfs of its own
         learner_disk.mount_small(folder, entry.pw_uid, entry.pw_gid)
-        return folder / "server.sock"
+        return folder / learner_net.SERVER_SOCK
 
     def remove_socket_dir(self):
         """Unmount and remove ``<socket_root>/<name>/`` (nothing answers there after)."""
@@ -312,10 +345,15 @@ class CourseSpawner(LocalProcessSpawner):
         if status is None and self.confined:
             self.note_memory_kills()
         if status is None and self.confined and self.server and not self.server.connect_url:
-            # a server started before the hub restarted: the same socket, the pipes again
+            # a server started before the hub restarted: its route, checked again, the pipes
             await self.open_pipes()
-            sock = learner_net.unix_url(self.socket_dir() / "server.sock")
-            self.server.connect_url = sock + self.server.base_url
+            try:
+                await asyncio.to_thread(learner_net.check, self.route(),
+                                        pwd.getpwnam(self.user.name).pw_uid, self.pid)
+            except learner_net.NotHers as err:
+                self.log.error("%s's server has no route of its own: %s", self.user.name, err)
+                return 1  # the hub then sees it stopped (and stops it)
+            self.server.connect_url = learner_net.unix_url(self.route()) + self.server.base_url
         if status is None and self._laid != release_state():
             try:
                 await asyncio.to_thread(self.lay_workspace)
@@ -331,7 +369,19 @@ class CourseSpawner(LocalProcessSpawner):
         if self.confined:
             await asyncio.to_thread(self.end_cgroup)
             await asyncio.to_thread(end_uid, pwd.getpwnam(self.user.name).pw_uid)
-            await asyncio.to_thread(self.remove_socket_dir)  # nothing answers there
+            # the route first: it holds her socket folder's file system mounted
+            await asyncio.to_thread(learner_net.unroute, self.route())
+            await asyncio.to_thread(self.remove_socket_dir)
+
+    def staging_root(self):
+        """Where the workspace's inputs are copied for the learner's process to read: a
+        folder its namespace shows (its /tmp and /var/tmp are its own): the socket root
+        (made here, root's, mode 0711), or /var/tmp where servers are not confined."""
+        if not self.confined:
+            return "/var/tmp"
+        root = Path(self.socket_root)
+        root.mkdir(mode=0o711, parents=True, exist_ok=True)
+        return str(root)
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""
@@ -340,7 +390,7 @@ class CourseSpawner(LocalProcessSpawner):
         state = release_state()  # before copying: a release made meanwhile is laid next
         if os.geteuid() == 0:
             os.chmod(home, 0o700)  # other learners cannot read it
-        staging = Path(tempfile.mkdtemp(prefix="course-workspace-", dir="/var/tmp"))
+        staging = Path(tempfile.mkdtemp(prefix=".workspace-", dir=self.staging_root()))
         try:
             shutil.copytree(LESSONS, staging / "lessons")
             shutil.copytree(RELEASE, staging / "release")

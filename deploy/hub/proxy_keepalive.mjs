@@ -10,7 +10,9 @@
 // uses for TCP targets; Node pools its sockets per socket path) the server keeps the
 // connection open after answering, and no write meets a closed socket. (With an agent the
 // client's own Connection header is passed on: browsers ask for keep-alive; a client that
-// asks for close still gets the old path.)
+// asks for close still gets the old path.) A pooled connection stays with the listener it
+// was made to; the socket paths it is pooled by are in a folder only root can change
+// (learner_net.adopt), so no learner can make a new one reach anything but her server.
 import ConfigurableProxy from "configurable-http-proxy/lib/configproxy.js";
 
 const proxyOptsForTarget = ConfigurableProxy.prototype.proxyOptsForTarget;
