@@ -94,6 +94,7 @@ elif AUTH == "lti":
     c.LTISignIn.authorize_url = setting("LTI_AUTHORIZE_URL")
     c.LTISignIn.jwks_endpoint = setting("LTI_JWKS_URL")
     c.LTISignIn.deployment_id = setting("LTI_DEPLOYMENT_ID")
+    c.LTISignIn.context_id = setting("LTI_CONTEXT_ID")  # unset: the first instructor launch's
     c.LTISignIn.nonce_file = str(STATE / "lti-nonces.json")  # a replay after a restart: refused
     c.LTISignIn.grading_db = setting("GRADER_DB")  # where a launch records its member
 else:

@@ -13,6 +13,9 @@ nonce against the cookie, the LTI version and the claims the spec requires.
 What 1.6.3 does not check, added here (:meth:`LaunchCallback.decode_and_validate_launch_request`):
 
 * the ``deployment_id`` claim against ``LTI_DEPLOYMENT_ID`` (the library reads none);
+* the LMS course (the ``context`` claim): one LMS course per course, ``LTI_CONTEXT_ID`` or
+  the first instructor launch's (:func:`autograder.service.lms_roster.admit_context`),
+  since one registration and deployment can be added to any course of the LMS;
 * the message type: only ``LtiResourceLinkRequest`` (the library also takes a deep-linking
   request, which asks the tool for a reply this course does not give);
 * a replayed launch: the library's nonce is the hash of a cookie it clears after the
@@ -167,6 +170,7 @@ class LaunchCallback(LTI13CallbackHandler):
             raise IncorrectValueError(f"a {kind} launch is not taken here (only "
                                       "LtiResourceLinkRequest)")
         self.authenticator.used_nonces.take(id_token["nonce"], id_token["exp"])
+        self.authenticator.admit_context(id_token)
         self._launch = id_token
         return id_token
 
@@ -197,6 +201,11 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
     grading_db = Unicode(
         "", config=True, help="The grading service's database (GRADER_DB: a SQLite path or "
         "a URL), where each launch records its member; empty: not recorded.")
+
+    context_id = Unicode(
+        "", config=True, help="The LMS course (context id) this course serves "
+        "(LTI_CONTEXT_ID); empty: the first instructor launch pins it in the grading "
+        "database. Launches of any other context are refused.")
 
     _used_nonces = _store = None
 
@@ -245,11 +254,38 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
 
     _opening = threading.Lock()
 
-    def _record(self, claims):
+    @property
+    def store(self):
         with self._opening:  # launches at once (each in a thread): one engine, made once
             if self._store is None:
                 self._store = Store(self.grading_db)
-        lms_roster.launched(self._store, claims)
+        return self._store
+
+    def _record(self, claims):
+        lms_roster.launched(self.store, claims)
+
+    def admit_context(self, claims):
+        """Refuse a launch of another LMS course than this one's (or of none): the pinned
+        context (:func:`autograder.service.lms_roster.admit_context`; the first instructor
+        launch pins it when ``context_id`` is empty). Raises IncorrectValueError (HTTP 400)
+        saying why, or HTTPError 503 when the pin cannot be read (no launch is let in
+        unchecked)."""
+        instructor = "instructors" in hub_groups(claims.get(ROLES))
+        try:
+            if not self.grading_db:
+                if not self.context_id:
+                    raise lms_roster.OtherCourse("no LMS course is set for this course "
+                                                 "(LTI_CONTEXT_ID) and no database to pin one")
+                if lms_roster.context_of(claims) != self.context_id:
+                    raise lms_roster.OtherCourse("this launch is from another LMS course")
+                return
+            lms_roster.admit_context(self.store, claims, instructor, self.context_id)
+        except lms_roster.OtherCourse as exc:
+            raise IncorrectValueError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 (a database away: refused, said so)
+            self.log.warning("a launch's LMS course could not be checked: %s", exc)
+            raise HTTPError(503, "the course's database cannot be reached to check the launch's "
+                            "LMS course: launch again in a minute") from None
 
     async def authenticate(self, handler, data=None):
         """The library's authentication model (``auth_state``: the launch's claims, among
