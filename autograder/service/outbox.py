@@ -25,6 +25,8 @@ created under a named lock (:meth:`Store.take_lock`), so two processes never mak
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import random
 import time
 
@@ -97,7 +99,9 @@ def context_url(store, name):
         known = dict(conn.execute(select(lti_context.c.name, lti_context.c.value).where(
             lti_context.c.name.in_((name, "context_id")))).all())
     configured = defaults.setting("LTI_CONTEXT_ID")
-    return None if configured and known.get("context_id") != configured else known.get(name)
+    if configured and name != "registration" and known.get("context_id") != configured:
+        return None
+    return known.get(name)
 
 
 def remember_context(store, **urls):
@@ -108,6 +112,26 @@ def remember_context(store, **urls):
             if value and not conn.execute(update(lti_context).where(c.name == name)
                                           .values(value=value)).rowcount:
                 conn.execute(lti_context.insert().values(name=name, value=value))
+
+
+def remember_registration(store, registration, key_file):
+    """Keep the LMS registration a service runs with (its ``LTI_*`` settings but the key:
+    ``key_file``, the tool key's path, or None when the key was given itself), so that
+    ``passback`` run without the hub's environment posts as the service does."""
+    remember_context(store, registration=json.dumps(dict(
+        dataclasses.asdict(registration), key_file=str(key_file) if key_file else None)))
+
+
+def recorded_registration(store):
+    """``(Registration, key file path or None)`` a service recorded, or ``(None, None)``."""
+    from autograder.service.lti_tool import Registration
+    text = context_url(store, "registration")
+    if not text:
+        return None, None
+    kept = json.loads(text)
+    key_file = kept.pop("key_file", None)
+    return Registration(**{f.name: kept.get(f.name) or "" for f in
+                           dataclasses.fields(Registration)}), key_file
 
 
 def claim(store, owner, now=None):

@@ -8,15 +8,20 @@ and sent again by the instructor's re-send (autograder/service/outbox.py). The s
 through make hub and Chromium: tests/hub/test_lti_launch.py."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import pytest
 from sqlalchemy import select
 
 from autograder.service import lms_roster as roster, outbox, passback as passback_command
+from autograder.service.grading import GradingThreads
 from autograder.service.recorded import late_by
 from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
 from tests.lti.course import EXERCISE, max_points
+from tests.course import REPO
 from tests.lti.platform import COURSE, INSTRUCTOR, LEARNER, LTI
 
 ADMIN = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"
@@ -204,3 +209,39 @@ def _post(course, client, row, now):
                                              passback.c.exercise == row["exercise"])
                      .values(lease_owner=None, lease_until=None, next_at=0))
     outbox.send_one(course.store, client, "test:1:passback")
+
+
+def _passback(course, command, **env):
+    """``python -m autograder.service.passback <command>`` with no LTI_* setting but ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("LTI_")}
+    return subprocess.run([sys.executable, "-m", "autograder.service.passback", command,
+                           "--db", course.db, "--course", str(course.folder)], cwd=REPO,
+                          env=dict(clean, JAX_PLATFORMS="cpu", **env), capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_passback_without_the_hubs_environment_posts_as_the_service_does(
+        platform, registration, tool_pem, course, tmp_path, monkeypatch):
+    launch(course.store, claims(platform, "teacher", [INSTRUCTOR]))
+    platform.enrol("ann", "Ann")
+    course.graded(launch(course.store, claims(platform, "ann")), 2.0, time.time())
+    refused = _passback(course, "send")
+    assert refused.returncode != 0
+    assert "LTI_CLIENT_ID and LTI_TOKEN_URL not set here" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr
+    key = tmp_path / "state" / "lti-tool-key.pem"
+    key.parent.mkdir(mode=0o700)
+    key.write_bytes(tool_pem)
+    key.chmod(0o600)
+    for name, value in (("LTI_CLIENT_ID", registration.client_id),
+                        ("LTI_ISSUER", platform.url), ("LTI_TOKEN_URL", registration.token_url),
+                        ("LTI_KEY_FILE", str(key))):
+        monkeypatch.setenv(name, value)
+    GradingThreads(course.store, None, None, 1, 0, 30.0, "best")  # the service starts
+    done = _passback(course, "send")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert platform.gradebook() == {(EXERCISE, "ann"): 2.0}
+    key.unlink()  # the key moved: said, and how to give it
+    moved = _passback(course, "roster")
+    assert moved.returncode != 0 and f"cannot be read at {key}" in moved.stderr, moved.stderr
+    assert "LTI_KEY_FILE" in moved.stderr and "Traceback" not in moved.stderr
