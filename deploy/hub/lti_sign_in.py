@@ -104,12 +104,12 @@ def secure_origin(scheme: str, host: str) -> bool:
     return scheme == "https" or bool(LOOPBACK.match(host.lower()))
 
 
-def launch_cookie(name: str, secure: bool) -> str:
-    """The name of the launch's cookie ``name`` on a secure origin: ``__Host-`` + name,
-    which browsers take only from the hub's own host, Secure, on ``/``, never with a
-    Domain: a learner's server on ``<name>.HUB_DOMAIN`` cannot plant it (cookie
-    tossing, a classmate signed in to her account)."""
-    return f"__Host-{name}" if secure else name
+def launch_cookie(name: str) -> str:
+    """The name the launch's cookie ``name`` has here: ``__Host-`` + name, which browsers
+    take only from the hub's own host, Secure, on ``/``, never with a Domain: a learner's
+    server on ``<name>.HUB_DOMAIN`` cannot plant it (cookie tossing, a classmate signed
+    in to her account)."""
+    return f"__Host-{name}"
 
 
 def hub_groups(roles) -> list[str]:
@@ -231,7 +231,8 @@ class LoginInitiation(_LaunchCookies, LTI13LoginInitHandler):
         return super().authorize_redirect(*args, client_id=client_id or ours[0], **kwargs)
 
     def _set_oauth_cookie(self, key, value):
-        self._set_cookie(launch_cookie(key, self.secure()), value, encrypted=True,
+        self.secure()
+        self._set_cookie(launch_cookie(key), value, encrypted=True,
                          expires_days=LAUNCH_COOKIE_S / 86400, **self._attributes())
 
 
@@ -263,7 +264,8 @@ class LaunchCallback(_LaunchCookies, LTI13CallbackHandler):
     def _get_oauth_cookie(self, name):
         """The launch cookie ``name`` (:func:`launch_cookie`) if it is younger than
         :data:`LAUNCH_COOKIE_S`, else ""; cleared."""
-        real = launch_cookie(name, self.secure())
+        self.secure()
+        real = launch_cookie(name)
         cookie = self.get_secure_cookie(real, max_age_days=LAUNCH_COOKIE_S / 86400) or b""
         self.clear_cookie(real, **self._attributes())
         return cookie.decode("utf8", "replace")
