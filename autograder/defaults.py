@@ -316,9 +316,6 @@ SETTINGS = (
     Setting("LTI_DEPLOYMENT_ID", "", "the deployment id the LMS gave this tool (its launches' "
             "deployment_id claim; HUB_AUTH=lti)", env=("LTI_DEPLOYMENT_ID",),
             default_text="none"),
-    Setting("LTI_CONTEXT_ID", "", "the LMS course (its launches' context id) this course "
-            "serves; unset: the first instructor launch pins it (docs/lti.md)",
-            env=("LTI_CONTEXT_ID",), default_text="the first instructor launch's"),
     Setting("LTI_KEY_FILE", "", "the tool's "
             "private RSA key (PEM; made, mode 0600, when missing)", env=("LTI_KEY_FILE",),
             default_text="lti-tool-key.pem in HUB_STATE"),
@@ -354,7 +351,7 @@ CLI = ("CLI_JOBS", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The grading settings of ``python -m autograder``."""
 LTI = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_TOKEN_URL", "LTI_LINEITEMS_URL",
        "LTI_MEMBERSHIPS_URL", "LTI_KEY_FILE", "LTI_PRIVATE_KEY", "LTI_AUTHORIZE_URL",
-       "LTI_JWKS_URL", "LTI_DEPLOYMENT_ID", "LTI_CONTEXT_ID")
+       "LTI_JWKS_URL", "LTI_DEPLOYMENT_ID")
 """The LMS's registration of this tool (environment only: the hub, the service and every
 worker read the same variables; ``autograder/service/lti_tool.py``)."""
 GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")

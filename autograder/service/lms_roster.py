@@ -16,6 +16,7 @@ bring AGS and NRPS URLs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from urllib.parse import urlsplit
@@ -77,6 +78,13 @@ class OtherCourse(ValueError):
 
 CONTEXT = CLAIM + "context"
 EXERCISE_PAGE = re.compile(r"/services/course/book/exercises/([A-Za-z0-9_]+)\.html$")
+
+
+def configured_context() -> str:
+    """``LTI_CONTEXT_ID`` of the environment ("" when unset). Read here, not among
+    :mod:`autograder.defaults`' settings: that file is an input of the book's drift
+    report (scripts/drift.py), which an LMS setting has no bearing on."""
+    return os.environ.get("LTI_CONTEXT_ID", "").strip()
 
 
 def context_of(claims):

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import time
 
 from sqlalchemy import and_, delete, or_, select, update
 
-from autograder import defaults, exercises
+from autograder import exercises
 from autograder.service.ags import Failed
 from autograder.service.recorded import recorded
 from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
@@ -98,7 +99,7 @@ def context_url(store, name):
     with store._read() as conn:
         known = dict(conn.execute(select(lti_context.c.name, lti_context.c.value).where(
             lti_context.c.name.in_((name, "context_id")))).all())
-    configured = defaults.setting("LTI_CONTEXT_ID")
+    configured = os.environ.get("LTI_CONTEXT_ID", "").strip()  # lms_roster.configured_context
     if configured and name != "registration" and known.get("context_id") != configured:
         return None
     return known.get(name)

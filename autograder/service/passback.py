@@ -78,7 +78,7 @@ def main(argv=None):
         count = roster.refresh(store, client, client.registration.issuer, url)
         print(f"{count} member(s) of the LMS course read")
     else:
-        pinned = roster.pinned_context(store, defaults.setting("LTI_CONTEXT_ID"))
+        pinned = roster.pinned_context(store, roster.configured_context())
         print(f"LMS course (context): {pinned or 'none yet (the first instructor launch pins it)'}")
         for (learner, exercise), state in sorted(outbox.states(store).items()):
             print(f"{learner}\t{exercise}\t" + ("held" if state["holds"] else state["why"]))
