@@ -5,7 +5,12 @@ platform posts a signed id_token back, as Canvas or Moodle do. A learner becomes
 system user ``lti-...`` of their ``iss`` and ``sub`` (made on the first launch, the same at
 the next), an instructor joins the hub group ``instructors``, a resource link opens its
 exercise's page, and forged, expired, replayed, wrong-audience, other-deployment and
-deep-linking launches sign nobody in."""
+deep-linking launches sign nobody in; nor do launches of another LMS course (any role, or
+no context claim), which change none of the course's AGS and NRPS URLs. The login
+initiation checks its issuer, client and deployment and sets ``__Host-`` launch cookies
+(``SameSite=None; Secure``, 10 minutes); on a real domain the hub takes launches over
+HTTPS only, where a learner's subdomain cannot plant her launch in a classmate's browser
+(login CSRF by cookie tossing, tried in Chromium through HTTPS at ``hub.test``)."""
 from __future__ import annotations
 
 import html
