@@ -25,7 +25,7 @@ client id), ``"deployment"`` (for another deployment), ``"deep_linking"`` (an
 ``LtiDeepLinkingRequest``). :attr:`Platform.posted` keeps every id_token form posted.
 
 Controls for the tests: :meth:`Platform.stop` / :meth:`Platform.start` (down and up again
-on the same port), :attr:`Platform.fail_scores` (the next N score posts answer 503),
+on the same port), :attr:`Platform.fail_scores` (the next N score posts answer :attr:`Platform.fail_status`, 503),
 :attr:`Platform.score_delay` (seconds each score post takes before it is taken),
 :meth:`Platform.make_lineitem` and :meth:`Platform.delete_lineitem` (an instructor's
 gradebook column made or deleted in the LMS; a score for a deleted one answers 404, for
@@ -146,6 +146,7 @@ class Platform:
         self.refused = []  # (path, status, why) of every request refused
         self.jtis = set()
         self.fail_scores = 0
+        self.fail_status = 503  # what those score posts answer
         self.scores_begun = 0  # score requests received (taken or not)
         self.score_delay = 0.0
         self.tool_login_url = None
@@ -446,7 +447,7 @@ class _Handler(BaseHTTPRequestHandler):
         with p.lock:
             if p.fail_scores > 0:
                 p.fail_scores -= 1
-                return self._refuse(503, "the gradebook is being maintained")
+                return self._refuse(p.fail_status, "the gradebook is being maintained")
             if item not in p.lineitems:
                 return self._refuse(404, "no such line item")
             if score.get("userId") not in p.members:

@@ -189,6 +189,23 @@ def test_a_permanent_refusal_is_shown_not_retried_and_sent_again_by_the_instruct
     assert outbox.states(course.store)[(ann, EXERCISE)] == {"holds": True, "why": None}
 
 
+@pytest.mark.parametrize("status, kept", [
+    (400, False), (403, False), (409, False), (422, False),  # asking again cannot help
+    (408, True), (429, True), (500, True), (502, True), (503, True),  # later it may
+])
+def test_which_refusals_are_retried(platform, client, course, status, kept):
+    launch(course.store, claims(platform, "teacher", [INSTRUCTOR]))
+    platform.enrol("ann", "Ann")
+    ann = launch(course.store, claims(platform, "ann"))
+    course.graded(ann, 2.0, time.time())
+    platform.fail_scores, platform.fail_status = 1, status
+    _send(course, client)
+    why = outbox.states(course.store)[(ann, EXERCISE)]["why"]
+    assert f"answered {status}" in why and ("(retrying)" in why) == kept, why
+    _send(course, client, after=3.0)
+    assert (platform.gradebook() == {(EXERCISE, "ann"): 2.0}) == kept
+
+
 def _send(course, client, after=0.0):
     """One sender's plan and drain, ``after`` seconds from now (backoffs over)."""
     sender = outbox.Sender(course.store, client, "best", lambda: late_by(course.deadlines()),
