@@ -325,3 +325,18 @@ def test_a_learners_subdomain_cannot_plant_her_launch_in_a_classmates_browser(
         lti_platform.tool_login_url = login_before
         chromium.close()
         front.close()
+
+
+def test_a_launch_posted_after_the_lms_showed_its_own_page_for_over_two_minutes_signs_in(
+        browser, lti_hub, lti_platform):
+    """An LMS that shows a page of its own (a consent, a notice) before it posts the launch:
+    Chromium sends a cookie without ``SameSite=None`` on that cross-site POST only within 2
+    minutes of setting it; the launch cookies are ``SameSite=None`` and live 10 minutes."""
+    lti_platform.interstitial_s = 125.0
+    try:
+        page, status, _ = launch(browser, lti_platform, lti_hub, "learner-slow")
+    finally:
+        lti_platform.interstitial_s = 0.0
+    assert status == 302, page.inner_text("body")[-2000:]
+    assert signed_in_as(page, lti_hub) == user_name(lti_platform.url, "learner-slow")
+    page.context.close()

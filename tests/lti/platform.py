@@ -30,7 +30,8 @@ on the same port), :attr:`Platform.fail_scores` (the next N score posts answer :
 :meth:`Platform.make_lineitem` and :meth:`Platform.delete_lineitem` (an instructor's
 gradebook column made or deleted in the LMS; a score for a deleted one answers 404, for
 someone not in the course 422). Launches may come from another LMS course or from none
-(``context=``), carry any roles and the LMS's own line item of their link (``lineitem=``).
+(``context=``), carry any roles and the LMS's own line item of their link (``lineitem=``);
+:attr:`Platform.interstitial_s` keeps the LMS's page up that long before it posts a launch.
 """
 from __future__ import annotations
 
@@ -105,18 +106,22 @@ class _Request:
 class _ResourceLinkLaunch(MessageLaunchAbstract):
     """lti1p3platform's resource link launch, its form rendered as an LMS's auto-posting page."""
 
+    interstitial_s = 0.0
+
     def render_launch_form(self, launch_data, **kwargs):
         return _autopost(launch_data["launch_url"], {"id_token": launch_data["id_token"],
-                                                     "state": launch_data["state"]})
+                                                     "state": launch_data["state"]},
+                         self.interstitial_s)
 
 
-def _autopost(action, fields):
-    """An HTML page that posts ``fields`` to ``action`` on load, as LMSs send launches."""
+def _autopost(action, fields, after_s=0.0):
+    """An HTML page that posts ``fields`` to ``action`` on load (``after_s`` seconds later:
+    an LMS's own page shown first), as LMSs send launches."""
     inputs = "".join(f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
                      for k, v in fields.items())
     return (f'<!doctype html><html><body><form id="go" method="post" action="{escape(action)}">'
-            f'{inputs}</form><script>document.getElementById("go").submit()</script>'
-            '</body></html>')
+            f'{inputs}</form><script>setTimeout(() => document.getElementById("go").submit(), '
+            f'{int(after_s * 1000)})</script></body></html>')
 
 
 class Platform:
@@ -147,6 +152,7 @@ class Platform:
         self.jtis = set()
         self.fail_scores = 0
         self.fail_status = 503  # what those score posts answer
+        self.interstitial_s = 0.0  # how long the LMS's page stays before it posts a launch
         self.scores_begun = 0  # score requests received (taken or not)
         self.score_delay = 0.0
         self.tool_login_url = None
@@ -272,6 +278,7 @@ class Platform:
         if launch["bad"] == "forged":
             registration = _Forger(self.registration, _pem()[0])
         message = _ResourceLinkLaunch(_Request(query), _Config(registration=registration))
+        message.interstitial_s = self.interstitial_s
         message.set_user_data(launch["user"], launch["roles"], full_name=launch["name"])
         message.set_resource_link_claim(f"link-{query['lti_message_hint']}", title="JAX donation")
         if launch["context"] is not None:
