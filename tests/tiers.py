@@ -46,6 +46,7 @@ NODES = {
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},
     "tests/service/test_new_exercise.py": {"service"},
     "tests/lti/test_passback.py": {"service"},  # a course's database, a platform, senders
+    "tests/lti/test_lms_course.py": {"service"},  # the same, launches of other LMS courses
     "tests/service/test_course_changes.py": {"service"},
     "tests/service/test_backup.py::test_a_restored_course_is": {"service"},
     "tests/grading/test_cli.py": {"grader"},

@@ -29,11 +29,20 @@ TIMEOUT_S = 10.0  # per request to the LMS
 
 class Failed(Exception):
     """A request to the LMS that did not succeed; ``words`` for people, ``status`` the HTTP
-    status (None when there was no answer)."""
+    status (None when there was no answer), ``permanent`` when asking again cannot help
+    (:func:`permanent`)."""
 
-    def __init__(self, words, status=None):
+    def __init__(self, words, status=None, permanent=False):
         super().__init__(words)
-        self.words, self.status = words, status
+        self.words, self.status, self.permanent = words, status, permanent
+
+
+def permanent(status) -> bool:
+    """Whether an answer with HTTP ``status`` from an AGS endpoint is a refusal asking
+    again cannot change (a 4xx such as 400, 403, 409, 422 "not a member"): not 401 (the
+    access token, asked anew), 404 (the line item, the outbox's business), 408 or 429
+    (a timeout, a rate limit: try later)."""
+    return status is not None and 400 <= status < 500 and status not in (401, 404, 408, 429)
 
 
 def iso(seconds: float) -> str:
@@ -78,8 +87,9 @@ class Client:
             raise Failed(f"{what} refused the tool's credentials ({answer.status_code}: "
                          f"{answer.text[:120]})", answer.status_code)
         if answer.status_code >= 400:
-            raise Failed(f"{what} answered {answer.status_code} ({answer.text[:120]})",
-                         answer.status_code)
+            raise Failed(f"{what} answered {answer.status_code} ({answer.text[:200]})",
+                         answer.status_code,
+                         "token" not in what and permanent(answer.status_code))
         return answer
 
     def _call(self, method, url, what, accept, **kwargs):

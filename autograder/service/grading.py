@@ -27,6 +27,7 @@ import traceback
 from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import load, pipeline, sandbox
+from autograder.defaults import lti_key_file, setting
 from autograder.exercises import current
 from autograder.exercises import names as exercise_names
 from autograder.service.out_of_date import DEADLINES_MARK
@@ -112,6 +113,9 @@ class GradingThreads:
         self.sync_wanted = threading.Event()
         self.passback_wanted = threading.Event()
         self.lms = lms_client()  # None: no LMS registered, no grades go back
+        if self.lms is not None:  # for `passback` run without the hub's environment
+            outbox.remember_registration(store, self.lms.registration, None if setting(
+                "LTI_PRIVATE_KEY") else lti_key_file().resolve())
         self.stopping = threading.Event()
         self.problems = {}  # thread name -> plain words, while it cannot proceed
         self.threads = []

@@ -1,20 +1,33 @@
-"""Who the LMS's members are to the course: the ``lti_people`` table.
+"""Who the LMS's members are to the course: the ``lti_people`` table, and which LMS
+course this course is (its pinned context, :func:`admit_context`).
 
 A launch (the hub's LTI 1.3 sign-in) records its member as launched, under the hub user
 name :func:`autograder.service.lti_tool.user_name` made; the LMS's roster (NRPS,
 :func:`refresh`) adds every member of the course, launched or not. The outbox posts a
 learner's grade under their ``sub``; the class page lists the members who never launched.
+
+One LMS course per course: a tool registered once for a whole LMS can be added by any
+teacher to their own course under the same deployment id, so the launch's context (its
+``context`` claim's ``id``) is pinned: ``LTI_CONTEXT_ID`` when set, else the first
+instructor launch's (row ``context_id`` of ``lti_context``). Launches of any other
+context are refused before anything is stored, and only launches of the pinned context
+bring AGS and NRPS URLs.
 """
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
+from urllib.parse import urlsplit
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
 
+from autograder import exercises
 from autograder.service import outbox
 from autograder.service.lti_tool import user_name
-from autograder.service.store import lti_people
+from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
 
 LEARNER_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -39,16 +52,130 @@ def remember(store, issuer, sub, name=None, roles=(), launched=False, now=None):
 
 def launched(store, claims, now=None):
     """Record the member of a verified launch (``claims``: its id_token's claims, as the
-    hub's sign-in checked them) as launched, with the LMS's display name and roles, and
-    keep the course's AGS line items and NRPS memberships URLs it brings. Their learner id
-    (the hub user name). Raises KeyError for a launch without ``iss`` or ``sub``."""
+    hub's sign-in checked them) as launched, with the LMS's display name and roles; when
+    the launch is of the pinned context (:func:`pinned_context`), keep the course's AGS
+    line items and NRPS memberships URLs it brings and the LMS's own line item of the
+    exercise it opens (:func:`lms_line_item`). Their learner id (the hub user name).
+    Raises KeyError for a launch without ``iss`` or ``sub``."""
     name = claims.get("name") or " ".join(
         n for n in (claims.get("given_name"), claims.get("family_name")) if n) or None
     learner = remember(store, claims["iss"], claims["sub"], name, claims.get(CLAIM + "roles") or (),
                        launched=True, now=now)
-    outbox.remember_context(store, lineitems=(claims.get(AGS) or {}).get("lineitems"),
-                            memberships=(claims.get(NRPS) or {}).get("context_memberships_url"))
+    if context_of(claims) is not None and context_of(claims) == pinned_context(store):
+        ags = claims.get(AGS) if isinstance(claims.get(AGS), dict) else {}
+        outbox.remember_context(store, lineitems=ags.get("lineitems"),
+                                memberships=(claims.get(NRPS) or {}).get("context_memberships_url"))
+        exercise = exercise_of(claims.get(CLAIM + "target_link_uri"))
+        if exercise and isinstance(ags.get("lineitem"), str) and ags["lineitem"]:
+            lms_line_item(store, exercise, ags["lineitem"])
     return learner
+
+
+# -- the course's LMS context ------------------------------------------------------
+class OtherCourse(ValueError):
+    """A launch this course does not take for its context; the message says why."""
+
+
+CONTEXT = CLAIM + "context"
+EXERCISE_PAGE = re.compile(r"/services/course/book/exercises/([A-Za-z0-9_]+)\.html$")
+
+
+def configured_context() -> str:
+    """``LTI_CONTEXT_ID`` of the environment ("" when unset). Read here, not among
+    :mod:`autograder.defaults`' settings: that file is an input of the book's drift
+    report (scripts/drift.py), which an LMS setting has no bearing on."""
+    return os.environ.get("LTI_CONTEXT_ID", "").strip()
+
+
+def context_of(claims):
+    """The ``id`` of a launch's context claim (str), or None when it has none."""
+    context = claims.get(CONTEXT)
+    found = context.get("id") if isinstance(context, dict) else None
+    return found if isinstance(found, str) and found else None
+
+
+def pinned_context(store, configured=""):
+    """The context id this course serves: ``configured`` (``LTI_CONTEXT_ID``) when given,
+    else the one pinned in the database (None while no instructor launched)."""
+    if configured:
+        return configured
+    with store._read() as conn:
+        return conn.execute(select(lti_context.c.value).where(
+            lti_context.c.name == "context_id")).scalar()
+
+
+def admit_context(store, claims, instructor, configured=""):
+    """Check the context of a verified launch (``claims``) before anyone signs in: the
+    pinned one's (see the module), or, while none is pinned, an instructor's
+    (``instructor``: the launch has a course Instructor role), which pins it. Returns the
+    context id; raises :class:`OtherCourse` for a launch without a context, of another
+    context, or a learner's before any pin, and the database's errors as they are. A
+    refused launch changes nothing stored."""
+    got = context_of(claims)
+    if got is None:
+        raise OtherCourse("the launch names no LMS course (it has no context claim): open "
+                          "the course from the LMS course it was added to")
+    context = claims[CONTEXT]
+    for _ in range(2):  # a second pass when another launch pinned it at the same moment
+        try:
+            with store.engine.begin() as conn:
+                stored = conn.execute(select(lti_context.c.value).where(
+                    lti_context.c.name == "context_id")).scalar()
+                wanted = configured or stored or (got if instructor else None)
+                if wanted is None:
+                    raise OtherCourse("no instructor has opened this course from the LMS yet: "
+                                      "its instructor's first launch chooses the LMS course")
+                if got != wanted:
+                    raise OtherCourse(
+                        f"this launch is from another LMS course ({context.get('title')!r}, "
+                        f"context {got!r}): this hub serves one LMS course, context {wanted!r}"
+                        + ("" if configured else " (pinned by its first instructor launch)"))
+                if stored != wanted:
+                    _pin(conn, wanted, stored)
+                return got
+        except IntegrityError:
+            continue
+    raise OtherCourse("the course's LMS context changed during this launch: launch again")
+
+
+def _pin(conn, context_id, before):
+    """Make ``context_id`` the course's LMS context (in ``conn``'s transaction): what
+    another context brought (endpoints, line items) is dropped and every grade is due
+    again, for the new course's gradebook."""
+    c = lti_context.c
+    if before is None:
+        conn.execute(lti_context.insert().values(name="context_id", value=context_id))
+    else:
+        conn.execute(update(lti_context).where(c.name == "context_id").values(value=context_id))
+    conn.execute(delete(lti_context).where(c.name.in_(("lineitems", "memberships"))))
+    conn.execute(delete(lti_lineitems))
+    conn.execute(update(passback).values(sent_version=0, tries=0, next_at=0, problem=None,
+                                         refused=None))
+
+
+def exercise_of(target):
+    """The exercise whose page ``target`` (a launch's ``target_link_uri``) opens, or None
+    (the course's own page, another page, an exercise not registered)."""
+    found = EXERCISE_PAGE.search(urlsplit(target).path) if isinstance(target, str) else None
+    return found.group(1) if found and found.group(1) in exercises.names() else None
+
+
+def lms_line_item(store, exercise, url):
+    """Grades of ``exercise`` go to the LMS's own line item ``url`` (the column an
+    instructor made in the LMS, a launch's ``lineitem`` claim) instead of the tool's own;
+    when that changes, each grade of the exercise is due again (to the new column)."""
+    c = lti_lineitems.c
+    with store.engine.begin() as conn:
+        have = conn.execute(select(c.url, c.source).where(c.exercise == exercise)).first()
+        if have is not None and tuple(have) == (url, "lms"):
+            return
+        if have is None:
+            conn.execute(lti_lineitems.insert().values(exercise=exercise, url=url, source="lms"))
+        else:
+            conn.execute(update(lti_lineitems).where(c.exercise == exercise).values(
+                url=url, source="lms"))
+        conn.execute(update(passback).where(passback.c.exercise == exercise).values(
+            sent_version=0, tries=0, next_at=0, problem=None, refused=None))
 
 
 def names(store):

@@ -10,6 +10,14 @@ that version sent; a failure keeps the row, with the reason, for a retry after a
 backoff (2 s doubling to 5 min). Rows and leases are in the database, so a restart or a
 killed process loses nothing: a lease that ran out is taken by the next sender.
 
+Where: the LMS's own column of the exercise when a launch of its link brought one (the
+AGS claim's ``lineitem``, :func:`autograder.service.lms_roster.lms_line_item`), else the
+tool's own line item. A tool's line item deleted in the LMS (404) is made again at the
+next try; the LMS's own column gone, or a refusal asking again cannot change (a 4xx
+other than 401/404/408/429, such as 422 "not a member"), marks the row refused with the
+LMS's words (:func:`refused`): not retried until its grade changes or an instructor
+re-sends it, and said by :func:`states` (``passback status``, ``api/class``).
+
 Posting a version twice (a sender killed after the LMS took the score, before it marked
 it sent; an instructor's :func:`resend_all`) posts the same score with the same
 timestamp: the LMS's result for that learner stays one score. Line items are found or
@@ -17,10 +25,13 @@ created under a named lock (:meth:`Store.take_lock`), so two processes never mak
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import random
 import time
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, delete, or_, select, update
 
 from autograder import exercises
 from autograder.service.ags import Failed
@@ -34,7 +45,7 @@ BACKOFF_MAX_S = 300.0
 
 def backoff(tries: int) -> float:
     """Seconds before try ``tries + 1``: 2 s doubling to 5 min, with 20 % jitter."""
-    return min(BACKOFF_MAX_S, 2.0 * 2 ** max(0, tries - 1)) * random.uniform(0.8, 1.2)
+    return min(BACKOFF_MAX_S, 2.0 * 2 ** min(20, max(0, tries - 1))) * random.uniform(0.8, 1.2)
 
 
 def wanted(store, rule, lateness):
@@ -71,7 +82,7 @@ def plan(store, rule, lateness, now=None):
                 conn.execute(update(passback).where(
                     p.learner == learner, p.exercise == exercise).values(
                     score=points, max_score=most, submission=sub_id, version=p.version + 1,
-                    changed_at=now, tries=0, next_at=0, problem=None))
+                    changed_at=now, tries=0, next_at=0, problem=None, refused=None))
             else:
                 if old.submission != sub_id:  # same grade from another submission: no post
                     conn.execute(update(passback).where(
@@ -82,10 +93,16 @@ def plan(store, rule, lateness, now=None):
 
 
 def context_url(store, name):
-    """The course's endpoint ``name`` (``lineitems``, ``memberships``) a launch brought."""
+    """The course's endpoint ``name`` (``lineitems``, ``memberships``) a launch of its
+    pinned LMS context brought; None while ``LTI_CONTEXT_ID`` names another context than
+    the one they came from (no launch of the new one yet)."""
     with store._read() as conn:
-        return conn.execute(select(lti_context.c.value).where(
-            lti_context.c.name == name)).scalar()
+        known = dict(conn.execute(select(lti_context.c.name, lti_context.c.value).where(
+            lti_context.c.name.in_((name, "context_id")))).all())
+    configured = os.environ.get("LTI_CONTEXT_ID", "").strip()  # lms_roster.configured_context
+    if configured and name != "registration" and known.get("context_id") != configured:
+        return None
+    return known.get(name)
 
 
 def remember_context(store, **urls):
@@ -96,6 +113,26 @@ def remember_context(store, **urls):
             if value and not conn.execute(update(lti_context).where(c.name == name)
                                           .values(value=value)).rowcount:
                 conn.execute(lti_context.insert().values(name=name, value=value))
+
+
+def remember_registration(store, registration, key_file):
+    """Keep the LMS registration a service runs with (its ``LTI_*`` settings but the key:
+    ``key_file``, the tool key's path, or None when the key was given itself), so that
+    ``passback`` run without the hub's environment posts as the service does."""
+    remember_context(store, registration=json.dumps(dict(
+        dataclasses.asdict(registration), key_file=str(key_file) if key_file else None)))
+
+
+def recorded_registration(store):
+    """``(Registration, key file path or None)`` a service recorded, or ``(None, None)``."""
+    from autograder.service.lti_tool import Registration
+    text = context_url(store, "registration")
+    if not text:
+        return None, None
+    kept = json.loads(text)
+    key_file = kept.pop("key_file", None)
+    return Registration(**{f.name: kept.get(f.name) or "" for f in
+                           dataclasses.fields(Registration)}), key_file
 
 
 def claim(store, owner, now=None):
@@ -109,7 +146,8 @@ def claim(store, owner, now=None):
         row = conn.execute(
             select(p.learner, p.exercise, p.score, p.max_score, p.version, p.changed_at,
                    p.tries, who.sub).join(lti_people, who.learner == p.learner)
-            .where(p.version > p.sent_version, p.next_at <= now, free)
+            .where(p.version > p.sent_version, p.next_at <= now, free,
+                   or_(p.refused.is_(None), p.refused == 0))
             .order_by(p.next_at, p.changed_at).limit(1)).mappings().first()
         if row is None:
             return None
@@ -147,27 +185,56 @@ def failed(store, row, owner, words, now=None):
             next_at=now + backoff(row["tries"] + 1), problem=words))
 
 
-def line_item(store, client, lineitems_url, exercise, owner):
-    """The LMS's line item URL for ``exercise``: remembered, else found or created (under
-    the lock ``lineitem:<exercise>``). Raises :class:`Failed` when it cannot be had now."""
+def refused(store, row, owner, words):
+    """The LMS refused ``row`` for good (a permanent 4xx, its own column gone): kept with
+    ``words`` and not retried until its grade changes or an instructor re-sends it
+    (:func:`resend_all`)."""
+    with store.engine.begin() as conn:
+        conn.execute(update(passback).where(_mine(row, owner)).values(
+            lease_owner=None, lease_until=None, tries=row["tries"] + 1, next_at=0,
+            problem=words, refused=1))
+
+
+def remembered_item(store, exercise):
+    """``(url, source)`` of the line item kept for ``exercise`` (source ``"lms"``: the
+    LMS's own column, from a launch; None: the tool's), or None."""
     c = lti_lineitems.c
     with store._read() as conn:
-        url = conn.execute(select(c.url).where(c.exercise == exercise)).scalar()
-    if url:
-        return url
+        found = conn.execute(select(c.url, c.source).where(c.exercise == exercise)).first()
+    return tuple(found) if found else None
+
+
+def forget_item(store, exercise, url):
+    """The tool's line item ``url`` of ``exercise`` is gone from the LMS (404): forgotten,
+    so the next post finds or creates it again. The LMS's own column is kept."""
+    c = lti_lineitems.c
+    with store.engine.begin() as conn:
+        conn.execute(delete(lti_lineitems).where(c.exercise == exercise, c.url == url,
+                                                 or_(c.source.is_(None), c.source != "lms")))
+
+
+def line_item(store, client, lineitems_url, exercise, owner):
+    """``(url, source)`` of the LMS's line item for ``exercise``: remembered (the LMS's own
+    column a launch brought, or the tool's), else the tool's, found or created (under the
+    lock ``lineitem:<exercise>``). Raises :class:`Failed` when it cannot be had now."""
+    found = remembered_item(store, exercise)
+    if found:
+        return found
+    if not lineitems_url:
+        raise Failed("no line items URL yet: no launch from the LMS has brought one "
+                     "(or set LTI_LINEITEMS_URL)")
     if not store.take_lock(f"lineitem:{exercise}", owner, 60.0):
         raise Failed("another process is finding or creating this exercise's line item")
     try:
-        with store._read() as conn:  # made while this process waited for the lock?
-            url = conn.execute(select(c.url).where(c.exercise == exercise)).scalar()
-        if url:
-            return url
+        found = remembered_item(store, exercise)  # made while this process waited for the lock?
+        if found:
+            return found
         ex = exercises.get(exercise)
         points = float(sum(p for _, _, p in ex.tests()))
         url = client.line_item(lineitems_url, exercise, ex.title, points)
         with store.engine.begin() as conn:
             conn.execute(lti_lineitems.insert().values(exercise=exercise, url=url))
-        return url
+        return url, None
     finally:
         store.take_lock(f"lineitem:{exercise}", owner, 0.0)  # ends at once
 
@@ -177,16 +244,25 @@ def send_one(store, client, owner, lineitems_url=None):
     row = claim(store, owner)
     if row is None:
         return False
+    item = source = None
     try:
         url = lineitems_url or client.registration.lineitems_url or \
             context_url(store, "lineitems")
-        if not url:
-            raise Failed("no line items URL yet: no launch from the LMS has brought one "
-                         "(or set LTI_LINEITEMS_URL)")
-        item = line_item(store, client, url, row["exercise"], owner)
+        item, source = line_item(store, client, url, row["exercise"], owner)
         client.post_score(item, row["sub"], row["score"], row["max_score"], row["changed_at"])
     except Failed as exc:
-        failed(store, row, owner, exc.words)
+        if exc.status == 404 and item and source == "lms":
+            refused(store, row, owner, "the LMS's own column for this exercise (made in the "
+                    f"LMS) is gone ({exc.words}): make the assignment again in the LMS and "
+                    "open its link once, and its grades are sent there")
+        elif exc.status == 404 and item:
+            forget_item(store, row["exercise"], item)  # deleted in the LMS: made again
+            failed(store, row, owner, f"the line item was deleted in the LMS ({exc.words}); "
+                   "it is made again at the next try")
+        elif exc.permanent:
+            refused(store, row, owner, exc.words)
+        else:
+            failed(store, row, owner, exc.words)
     except Exception as exc:  # a bug or an odd answer: kept and retried like a failure
         failed(store, row, owner, f"internal error: {type(exc).__name__}: {exc}")
     else:
@@ -199,7 +275,7 @@ def resend_all(store):
     the number of rows."""
     with store.engine.begin() as conn:
         return conn.execute(update(passback).values(
-            sent_version=0, tries=0, next_at=0, problem=None)).rowcount
+            sent_version=0, tries=0, next_at=0, problem=None, refused=None)).rowcount
 
 
 def states(store):
@@ -209,7 +285,7 @@ def states(store):
     p, who = passback.c, lti_people.c
     with store._read() as conn:
         rows = conn.execute(select(p.learner, p.exercise, p.version, p.sent_version, p.problem,
-                                   p.next_at, who.sub).outerjoin(
+                                   p.next_at, p.refused, who.sub).outerjoin(
             lti_people, who.learner == p.learner)).mappings().all()
     out = {}
     for r in rows:
@@ -218,6 +294,9 @@ def states(store):
         if not holds:
             if r["sub"] is None:
                 why = "not an LMS member: never launched from the LMS"
+            elif r["refused"]:
+                why = (f"refused by the LMS: {r['problem']} (not retried: fix it in the LMS, "
+                       "then re-send: passback resend)")
             elif r["problem"]:
                 why = f"{r['problem']} (retrying)"
             else:

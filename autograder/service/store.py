@@ -121,6 +121,7 @@ passback = Table(
     Column("tries", Integer, nullable=False, server_default="0"),
     Column("next_at", Float, nullable=False, server_default="0"),
     Column("problem", Text),
+    Column("refused", Integer),  # 1: the LMS refused it for good (a 4xx): not retried
     Column("lease_owner", String(128)),
     Column("lease_until", Float),
 )
@@ -136,11 +137,14 @@ lti_people = Table(
     Column("launched", Integer, nullable=False, server_default="0"),
     Column("seen_at", Float, nullable=False),
 )
-# The LMS's line item of each exercise (its URL), and the course's AGS/NRPS endpoints.
+# The LMS's line item of each exercise (its URL; ``source`` "lms" for the column an
+# instructor made in the LMS, from a launch's lineitem claim, else the tool's own), and
+# the course's pinned LMS context and AGS/NRPS endpoints.
 lti_lineitems = Table(
     "lti_lineitems", metadata,
     Column("exercise", String(64), primary_key=True),
     Column("url", Text, nullable=False),
+    Column("source", String(16)),
 )
 lti_context = Table(
     "lti_context", metadata,
@@ -719,11 +723,12 @@ def _scores(result):
 
 def _add_columns(conn):
     """Add the columns a database made before them lacks (nullable: old rows read None)."""
-    have = {c["name"] for c in inspect(conn).get_columns("submissions")}
-    for column in submissions.c:
-        if column.name not in have and column.nullable:
-            kind = column.type.compile(dialect=conn.dialect)
-            conn.exec_driver_sql(f"ALTER TABLE submissions ADD COLUMN {column.name} {kind}")
+    for table in (submissions, passback, lti_lineitems):
+        have = {c["name"] for c in inspect(conn).get_columns(table.name)}
+        for column in table.c:
+            if column.name not in have and column.nullable:
+                kind = column.type.compile(dialect=conn.dialect)
+                conn.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {column.name} {kind}")
 
 
 def _migrate(conn):

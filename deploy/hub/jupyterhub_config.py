@@ -96,6 +96,8 @@ elif AUTH == "lti":
     c.LTISignIn.authorize_url = setting("LTI_AUTHORIZE_URL")
     c.LTISignIn.jwks_endpoint = setting("LTI_JWKS_URL")
     c.LTISignIn.deployment_id = setting("LTI_DEPLOYMENT_ID")
+    # the LMS course; unset: the first instructor launch pins it
+    c.LTISignIn.context_id = lti_sign_in.lms_roster.configured_context()
     c.LTISignIn.nonce_file = str(STATE / "lti-nonces.json")  # a replay after a restart: refused
     c.LTISignIn.grading_db = setting("GRADER_DB")  # where a launch records its member
 else:

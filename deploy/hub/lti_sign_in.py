@@ -10,9 +10,21 @@ signature against the LMS's key set (``LTI_JWKS_URL``), ``iss`` (``LTI_ISSUER``)
 ``aud`` and ``azp`` (``LTI_CLIENT_ID``), ``exp``, ``iat`` no older than 10 minutes, the
 nonce against the cookie, the LTI version and the claims the spec requires.
 
-What 1.6.3 does not check, added here (:meth:`LaunchCallback.decode_and_validate_launch_request`):
+What 1.6.3 does not check at the login initiation, added here (:class:`LoginInitiation`):
+that ``iss`` is ``LTI_ISSUER`` and ``client_id`` and ``lti_deployment_id``, when sent,
+this tool's (1.6.3 redirected any issuer's, with ``client_id=None`` when none was sent).
+Its state and nonce cookies had no ``SameSite`` (Chromium sends such a cookie on the
+LMS's cross-site launch POST only within 2 minutes) and could be planted from a learner's
+subdomain (login CSRF by cookie tossing): here they are ``__Host-`` cookies,
+``SameSite=None; Secure``, for 10 minutes, and launches over plain HTTP at a host that
+is not the loopback are refused (:class:`_LaunchCookies`).
+
+What 1.6.3 does not check at the launch, added here (:meth:`LaunchCallback.decode_and_validate_launch_request`):
 
 * the ``deployment_id`` claim against ``LTI_DEPLOYMENT_ID`` (the library reads none);
+* the LMS course (the ``context`` claim): one LMS course per course, ``LTI_CONTEXT_ID`` or
+  the first instructor launch's (:func:`autograder.service.lms_roster.admit_context`),
+  since one registration and deployment can be added to any course of the LMS;
 * the message type: only ``LtiResourceLinkRequest`` (the library also takes a deep-linking
   request, which asks the tool for a reply this course does not give);
 * a replayed launch: the library's nonce is the hash of a cookie it clears after the
@@ -45,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -54,7 +67,8 @@ from jupyterhub.auth import LocalAuthenticator
 from jupyterhub.handlers import BaseHandler
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.error import IncorrectValueError, LoginError
-from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
+from ltiauthenticator.utils import convert_request_to_dict
 from tornado.web import HTTPError
 from traitlets import Bool, Unicode, default
 
@@ -78,6 +92,24 @@ INSTITUTION_INSTRUCTOR = {INSTITUTION + "Instructor", INSTITUTION + "Faculty"}
 INSTITUTION_LEARNER = {INSTITUTION + "Student", INSTITUTION + "Learner"}
 OWN_PREFIXES = ("/hub/", "/services/", "/user/")
 """Paths a launch may open after sign-in: the hub's, the course's services', a user's server's."""
+LAUNCH_COOKIE_S = 600
+"""How long a launch's state and nonce cookies live (s): an LMS may show its own page
+(a consent, a privacy notice) for minutes between the login initiation and the launch."""
+LOOPBACK = re.compile(r"^(localhost|[^:]*\.localhost|127\.\d+\.\d+\.\d+|\[::1\])(:\d+)?$")
+
+
+def secure_origin(scheme: str, host: str) -> bool:
+    """Whether browsers treat the hub at ``scheme://host`` as a secure origin, where they
+    keep ``Secure`` and ``__Host-`` cookies: HTTPS, or a loopback name over HTTP."""
+    return scheme == "https" or bool(LOOPBACK.match(host.lower()))
+
+
+def launch_cookie(name: str) -> str:
+    """The name the launch's cookie ``name`` has here: ``__Host-`` + name, which browsers
+    take only from the hub's own host, Secure, on ``/``, never with a Domain: a learner's
+    server on ``<name>.HUB_DOMAIN`` cannot plant it (cookie tossing, a classmate signed
+    in to her account)."""
+    return f"__Host-{name}"
 
 
 def hub_groups(roles) -> list[str]:
@@ -146,7 +178,65 @@ class UsedNonces:
             os.replace(part, self.path)  # a crash mid-write keeps the last whole file
 
 
-class LaunchCallback(LTI13CallbackHandler):
+class _LaunchCookies:
+    """The launch's state and nonce cookies of both handlers: on a secure origin
+    (:func:`secure_origin`) ``__Host-`` named, ``SameSite=None; Secure`` (the LMS posts the
+    launch cross-site, which takes no Lax cookie after Chromium's first 2 minutes), for
+    :data:`LAUNCH_COOKIE_S`; refused on plain HTTP elsewhere, where any learner's
+    subdomain could plant them (:meth:`secure`)."""
+
+    def secure(self) -> bool:
+        """True on a secure origin; raises HTTPError 400 on plain HTTP to a host that is
+        not the loopback (LTI 1.3 launches need TLS)."""
+        scheme = self.authenticator.get_uri_scheme(self.request)
+        if secure_origin(scheme, self.request.host):
+            return True
+        raise HTTPError(400, "LTI launches need the hub on HTTPS (LTI 1.3 requires TLS, and "
+                        "over plain HTTP a learner's server could plant a classmate's launch "
+                        "cookies): put HTTPS in front of the hub, as docs/lti.md says")
+
+    def _attributes(self):
+        return {"httponly": True, "secure": True, "samesite": "None", "path": "/"}
+
+
+class LoginInitiation(_LaunchCookies, LTI13LoginInitHandler):
+    """The library's OIDC login initiation (``/hub/lti13/oauth_login``), which first checks
+    that it comes from this course's LMS: its ``iss`` is ``LTI_ISSUER``, its ``client_id``
+    (when sent) and ``lti_deployment_id`` (when sent) this tool's; the authorization request
+    always carries the client id (the library sent ``client_id=None`` when the LMS sent
+    none). Every refusal is HTTP 400 with the hub's error page."""
+
+    def post(self):
+        args = convert_request_to_dict(self.request.arguments)
+        auth = self.authenticator
+        if args.get("iss") != auth.issuer:
+            raise HTTPError(400, f"this login initiation is from {args.get('iss')!r}, not from "
+                            "this course's LMS")
+        if args.get("client_id") and args["client_id"] not in auth.client_id:
+            raise HTTPError(400, f"this login initiation is for client {args['client_id']!r}, "
+                            "not this tool")
+        deployment = args.get("lti_deployment_id")
+        if deployment and deployment != auth.deployment_id:
+            raise HTTPError(400, f"this login initiation is for deployment {deployment!r}, "
+                            "not this course's")
+        self.secure()
+        return super().post()
+
+    get = post
+
+    def authorize_redirect(self, *args, client_id=None, **kwargs):
+        ours = sorted(self.authenticator.client_id)
+        if not client_id and len(ours) != 1:
+            raise HTTPError(400, "the LMS sent no client_id and this hub knows several")
+        return super().authorize_redirect(*args, client_id=client_id or ours[0], **kwargs)
+
+    def _set_oauth_cookie(self, key, value):
+        self.secure()
+        self._set_cookie(launch_cookie(key), value, encrypted=True,
+                         expires_days=LAUNCH_COOKIE_S / 86400, **self._attributes())
+
+
+class LaunchCallback(_LaunchCookies, LTI13CallbackHandler):
     """The library's callback (``/hub/lti13/oauth_callback``) with the checks it lacks
     (see the module) and the page a launch opens. Every refusal is an HTTPError JupyterHub
     shows as its error page (400; 401 for a wrong audience), never a traceback."""
@@ -167,8 +257,18 @@ class LaunchCallback(LTI13CallbackHandler):
             raise IncorrectValueError(f"a {kind} launch is not taken here (only "
                                       "LtiResourceLinkRequest)")
         self.authenticator.used_nonces.take(id_token["nonce"], id_token["exp"])
+        self.authenticator.admit_context(id_token)
         self._launch = id_token
         return id_token
+
+    def _get_oauth_cookie(self, name):
+        """The launch cookie ``name`` (:func:`launch_cookie`) if it is younger than
+        :data:`LAUNCH_COOKIE_S`, else ""; cleared."""
+        self.secure()
+        real = launch_cookie(name)
+        cookie = self.get_secure_cookie(real, max_age_days=LAUNCH_COOKIE_S / 86400) or b""
+        self.clear_cookie(real, **self._attributes())
+        return cookie.decode("utf8", "replace")
 
     def get_next_url(self, user=None):
         """The launch's signed ``target_link_uri`` when it is a path of this hub, else
@@ -183,6 +283,7 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
     :func:`autograder.service.lti_tool.user_name`, the deployment id it checks, and who may
     enter: a launch with a Learner or Instructor role (:func:`hub_groups`)."""
 
+    login_handler = LoginInitiation
     callback_handler = LaunchCallback
 
     deployment_id = Unicode(
@@ -197,6 +298,11 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
     grading_db = Unicode(
         "", config=True, help="The grading service's database (GRADER_DB: a SQLite path or "
         "a URL), where each launch records its member; empty: not recorded.")
+
+    context_id = Unicode(
+        "", config=True, help="The LMS course (context id) this course serves "
+        "(LTI_CONTEXT_ID); empty: the first instructor launch pins it in the grading "
+        "database. Launches of any other context are refused.")
 
     _used_nonces = _store = None
 
@@ -245,11 +351,38 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
 
     _opening = threading.Lock()
 
-    def _record(self, claims):
+    @property
+    def store(self):
         with self._opening:  # launches at once (each in a thread): one engine, made once
             if self._store is None:
                 self._store = Store(self.grading_db)
-        lms_roster.launched(self._store, claims)
+        return self._store
+
+    def _record(self, claims):
+        lms_roster.launched(self.store, claims)
+
+    def admit_context(self, claims):
+        """Refuse a launch of another LMS course than this one's (or of none): the pinned
+        context (:func:`autograder.service.lms_roster.admit_context`; the first instructor
+        launch pins it when ``context_id`` is empty). Raises IncorrectValueError (HTTP 400)
+        saying why, or HTTPError 503 when the pin cannot be read (no launch is let in
+        unchecked)."""
+        instructor = "instructors" in hub_groups(claims.get(ROLES))
+        try:
+            if not self.grading_db:
+                if not self.context_id:
+                    raise lms_roster.OtherCourse("no LMS course is set for this course "
+                                                 "(LTI_CONTEXT_ID) and no database to pin one")
+                if lms_roster.context_of(claims) != self.context_id:
+                    raise lms_roster.OtherCourse("this launch is from another LMS course")
+                return
+            lms_roster.admit_context(self.store, claims, instructor, self.context_id)
+        except lms_roster.OtherCourse as exc:
+            raise IncorrectValueError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 (a database away: refused, said so)
+            self.log.warning("a launch's LMS course could not be checked: %s", exc)
+            raise HTTPError(503, "the course's database cannot be reached to check the launch's "
+                            "LMS course: launch again in a minute") from None
 
     async def authenticate(self, handler, data=None):
         """The library's authentication model (``auth_state``: the launch's claims, among

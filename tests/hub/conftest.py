@@ -18,7 +18,7 @@ import pytest
 from tests.hub.accounts import (add_account, add_group, more_learners, remove_account,
                                 remove_group, remove_launched)
 from tests.hub.running import Signed, running_hub
-from tests.lti.platform import Platform
+from tests.lti.platform import COURSE, Platform
 
 
 @pytest.fixture(scope="package")
@@ -75,7 +75,8 @@ def lti_hub(accounts, released_course, tmp_path_factory, lti_platform):
     p = lti_platform
     with running_hub(accounts, released_course, root, HUB_AUTH="lti", LTI_ISSUER=p.url,
                      LTI_CLIENT_ID=p.client_id, LTI_AUTHORIZE_URL=p.url + "/authorize",
-                     LTI_JWKS_URL=p.url + "/jwks", LTI_DEPLOYMENT_ID=p.deployment_id) as running:
+                     LTI_JWKS_URL=p.url + "/jwks", LTI_DEPLOYMENT_ID=p.deployment_id,
+                     LTI_CONTEXT_ID=COURSE[0]) as running:  # any test may launch first
         p.register_tool_login(running.url("/hub/lti13/oauth_login"),
                               running.url("/hub/lti13/oauth_callback"))
         try:

@@ -45,6 +45,12 @@ def http_launch(platform, hub, sub, name, role=LEARNER):
     action, fields = _form(launch.text)  # the id_token, posted to the hub's callback
     assert action == hub.url(CALLBACK)
     callback = session.prepare_request(requests.Request("POST", action, data=fields))
+    # the launch's cookies are Secure, which browsers send to http://localhost (a secure
+    # origin) and Python's cookie jar only over https: sent as a browser sends them
+    launch_cookies = [f"{c.name}={c.value}" for c in session.cookies
+                      if c.name.startswith("__Host-lti13")]
+    callback.headers["Cookie"] = "; ".join(
+        filter(None, [callback.headers.get("Cookie", "")] + launch_cookies))
     answer = session.send(callback, allow_redirects=False, timeout=120)
     return session, answer, {"cookie": callback.headers.get("Cookie", ""), "form": fields}
 

@@ -25,11 +25,17 @@ client id), ``"deployment"`` (for another deployment), ``"deep_linking"`` (an
 ``LtiDeepLinkingRequest``). :attr:`Platform.posted` keeps every id_token form posted.
 
 Controls for the tests: :meth:`Platform.stop` / :meth:`Platform.start` (down and up again
-on the same port), :attr:`Platform.fail_scores` (the next N score posts answer 503),
-:attr:`Platform.score_delay` (seconds each score post takes before it is taken).
+on the same port), :attr:`Platform.fail_scores` (the next N score posts answer :attr:`Platform.fail_status`, 503),
+:attr:`Platform.score_delay` (seconds each score post takes before it is taken),
+:meth:`Platform.make_lineitem` and :meth:`Platform.delete_lineitem` (an instructor's
+gradebook column made or deleted in the LMS; a score for a deleted one answers 404, for
+someone not in the course 422). Launches may come from another LMS course or from none
+(``context=``), carry any roles and the LMS's own line item of their link (``lineitem=``);
+:attr:`Platform.interstitial_s` keeps the LMS's page up that long before it posts a launch.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -54,6 +60,9 @@ LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 BAD_LAUNCHES = ("forged", "expired", "audience", "deployment", "deep_linking")
+COURSE = ("course-1", "JAX donation")  # the LMS course (context id, title) the tool is in
+AGS_CLAIM = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
+NRPS_CLAIM = "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice"
 
 
 def _pem():
@@ -97,18 +106,22 @@ class _Request:
 class _ResourceLinkLaunch(MessageLaunchAbstract):
     """lti1p3platform's resource link launch, its form rendered as an LMS's auto-posting page."""
 
+    interstitial_s = 0.0
+
     def render_launch_form(self, launch_data, **kwargs):
         return _autopost(launch_data["launch_url"], {"id_token": launch_data["id_token"],
-                                                     "state": launch_data["state"]})
+                                                     "state": launch_data["state"]},
+                         self.interstitial_s)
 
 
-def _autopost(action, fields):
-    """An HTML page that posts ``fields`` to ``action`` on load, as LMSs send launches."""
+def _autopost(action, fields, after_s=0.0):
+    """An HTML page that posts ``fields`` to ``action`` on load (``after_s`` seconds later:
+    an LMS's own page shown first), as LMSs send launches."""
     inputs = "".join(f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
                      for k, v in fields.items())
     return (f'<!doctype html><html><body><form id="go" method="post" action="{escape(action)}">'
-            f'{inputs}</form><script>document.getElementById("go").submit()</script>'
-            '</body></html>')
+            f'{inputs}</form><script>setTimeout(() => document.getElementById("go").submit(), '
+            f'{int(after_s * 1000)})</script></body></html>')
 
 
 class Platform:
@@ -131,12 +144,15 @@ class Platform:
         self.lock = threading.Lock()
         self.members = {}  # user_id -> {"user_id", "name", "roles", "status"}
         self.lineitems = {}  # id (int) -> line item dict
+        self.numbers = itertools.count(1)  # line items' ids, as an LMS never reuses one
         self.results = {}  # (line item id, user_id) -> the score dict it holds
         self.posts = []  # every score post taken: (line item id, score dict)
         self.taken_at = []  # the time.time() each of posts was taken (benchmarks/passback.py)
         self.refused = []  # (path, status, why) of every request refused
         self.jtis = set()
         self.fail_scores = 0
+        self.fail_status = 503  # what those score posts answer
+        self.interstitial_s = 0.0  # how long the LMS's page stays before it posts a launch
         self.scores_begun = 0  # score requests received (taken or not)
         self.score_delay = 0.0
         self.tool_login_url = None
@@ -182,7 +198,8 @@ class Platform:
     def gradebook(self):
         """``{(resourceId, user_id): scoreGiven}``: what the LMS's gradebook shows."""
         with self.lock:
-            return {(self.lineitems[item]["resourceId"], user): score["scoreGiven"]
+            return {(self.lineitems[item].get("resourceId") or self.lineitems[item]["label"],
+                     user): score["scoreGiven"]
                     for (item, user), score in self.results.items()}
 
     # -- launches ------------------------------------------------------------------
@@ -191,16 +208,46 @@ class Platform:
         self.tool_login_url = login_url
         self.redirect_uris.add(redirect_uri)
 
-    def launch_page(self, user_id, name, role=LEARNER, target=None, bad=None):
-        """Prepare a launch of ``user_id`` (display ``name``, ``role``) opening ``target``
-        (the target_link_uri), made bad as ``bad`` says (:data:`BAD_LAUNCHES`); the URL of
-        the LMS's page that starts it."""
+    def launch_page(self, user_id, name, role=LEARNER, target=None, bad=None, context=COURSE,
+                    roles=None, lineitem=None):
+        """Prepare a launch of ``user_id`` (display ``name``, ``role``, or every role of
+        ``roles``) opening ``target`` (the target_link_uri), made bad as ``bad`` says
+        (:data:`BAD_LAUNCHES`), from the LMS course ``context`` (``(id, title)``; None: a
+        launch without a context claim), its resource link's own line item ``lineitem``
+        (the AGS claim's ``lineitem``; None: none); the URL of the LMS's page that starts
+        it. Every launch carries the AGS and NRPS claims of its course's endpoints
+        (:meth:`endpoints`)."""
         assert bad in (None, *BAD_LAUNCHES), bad
         with self.lock:
             number = len(self.launches) + 1
-            self.launches[number] = {"user": user_id, "name": name, "roles": [role],
-                                     "target": target, "bad": bad}
+            self.launches[number] = {"user": user_id, "name": name, "roles": roles or [role],
+                                     "target": target, "bad": bad, "context": context,
+                                     "lineitem": lineitem}
         return f"{self.url}/launch/{number}"
+
+    def endpoints(self, context_id):
+        """``(lineitems URL, memberships URL)`` of LMS course ``context_id``: this
+        platform's served ones for :data:`COURSE`, another course's (not served) else."""
+        if context_id == COURSE[0]:
+            return self.url + "/lineitems", self.url + "/memberships"
+        return (f"{self.url}/courses/{context_id}/lineitems",
+                f"{self.url}/courses/{context_id}/memberships")
+
+    def make_lineitem(self, label, points, resource_link_id=None):
+        """An instructor makes a gradebook column (an assignment) in the LMS: its URL."""
+        with self.lock:
+            number = next(self.numbers)
+            self.lineitems[number] = {"id": f"{self.url}/lineitems/{number}", "label": label,
+                                      "scoreMaximum": points,
+                                      "resourceLinkId": resource_link_id}
+        return self.lineitems[number]["id"]
+
+    def delete_lineitem(self, url):
+        """An instructor deletes a column in the LMS (its scores go with it)."""
+        number = int(url.rstrip("/").rsplit("/", 1)[1])
+        with self.lock:
+            del self.lineitems[number]
+            self.results = {k: v for k, v in self.results.items() if k[0] != number}
 
     def _login_form(self, number):
         """The login initiation an LMS posts to the tool (Security Framework 5.1.1.1)."""
@@ -231,10 +278,19 @@ class Platform:
         if launch["bad"] == "forged":
             registration = _Forger(self.registration, _pem()[0])
         message = _ResourceLinkLaunch(_Request(query), _Config(registration=registration))
+        message.interstitial_s = self.interstitial_s
         message.set_user_data(launch["user"], launch["roles"], full_name=launch["name"])
         message.set_resource_link_claim(f"link-{query['lti_message_hint']}", title="JAX donation")
-        message.set_launch_context_claim("course-1", context_title="JAX donation",
-                                         context_label="JAX")
+        if launch["context"] is not None:
+            message.set_launch_context_claim(launch["context"][0],
+                                             context_title=launch["context"][1],
+                                             context_label="JAX")
+        lineitems, memberships = self.endpoints((launch["context"] or (None,))[0])
+        ags = {"scope": [LINEITEM_SCOPE, SCORE_SCOPE], "lineitems": lineitems}
+        if launch["lineitem"]:
+            ags["lineitem"] = launch["lineitem"]
+        message.set_extra_claims({AGS_CLAIM: ags, NRPS_CLAIM: {
+            "context_memberships_url": memberships, "service_versions": ["2.0"]}})
         message.set_launch_url(launch["target"])
         if launch["bad"] == "expired":
             message.set_id_token_expiration(-120)  # issued now, expired two minutes ago
@@ -369,7 +425,7 @@ class _Handler(BaseHTTPRequestHandler):
         if parts == ["lineitems"] and self._scoped(LINEITEM_SCOPE):
             item = json.loads(body)
             with p.lock:  # as an LMS does, a second item with the same resourceId is kept
-                number = len(p.lineitems) + 1
+                number = next(p.numbers)  # never a deleted item's number again
                 item = dict(item, id=f"{p.url}/lineitems/{number}")
                 p.lineitems[number] = item
             return self._answer(201, item)
@@ -398,11 +454,11 @@ class _Handler(BaseHTTPRequestHandler):
         with p.lock:
             if p.fail_scores > 0:
                 p.fail_scores -= 1
-                return self._refuse(503, "the gradebook is being maintained")
+                return self._refuse(p.fail_status, "the gradebook is being maintained")
             if item not in p.lineitems:
                 return self._refuse(404, "no such line item")
             if score.get("userId") not in p.members:
-                return self._refuse(400, "not a member of the course")
+                return self._refuse(422, "not a member of the course")
             if score.get("activityProgress") is None or score.get("gradingProgress") is None:
                 return self._refuse(400, "activityProgress and gradingProgress are required")
             when = datetime.fromisoformat(score["timestamp"])

@@ -25,7 +25,9 @@ def test_a_launch_records_its_member_as_launched_with_the_lms_name_and_endpoints
     assert not lms_roster.people(store)[user_name(ISS, "s-1")]["launched"]
     ags = {"lineitems": ISS + "/courses/7/line_items", "scope": []}
     nrps = {"context_memberships_url": ISS + "/courses/7/names_and_roles"}
-    learner = lms_roster.launched(store, launch("s-1", "Ada Lovelace", **{
+    course = {CLAIM + "context": {"id": "7", "title": "JAX"}}
+    lms_roster.admit_context(store, launch("t-1", "Prof", INSTRUCTOR, **course), True)  # pinned
+    learner = lms_roster.launched(store, launch("s-1", "Ada Lovelace", **course, **{
         "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": ags,
         "https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": nrps}))
     assert learner == user_name(ISS, "s-1")
