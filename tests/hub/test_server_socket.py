@@ -10,7 +10,10 @@ path in ``ps``), the hub's own ``hub.sock``, and one in a folder anybody may wri
 that she can move it). She does it after her route was made and requests went through
 (the proxy's pooled connections), and again racing her server's start. Each time her
 origin answers only with her own server (or 502/503 while it has none), none of those
-sockets is ever connected to, and ann still submits and is graded."""
+sockets is ever connected to, and ann still submits and is graded. Her folder is a small
+file system of its own, so the kernel refuses a move or hard link into it from elsewhere
+(EXDEV), as it refuses hard links of others' files (``protected_hardlinks``): such a
+variant is skipped, the others still run."""
 from __future__ import annotations
 
 import os
@@ -60,7 +63,8 @@ def place(how, target, name):
 if how != "race":
     try:
         place(how, targets[0], where)
-    except PermissionError as err:  # a hard link of another's socket (protected_hardlinks)
+    except OSError as err:  # a hard link of another's socket (protected_hardlinks), or a
+        # link or move into her folder from another file system (EXDEV: it is a tmpfs)
         print("refused", err, flush=True)
         sys.exit(0)
     print("placed", flush=True)
@@ -148,7 +152,7 @@ def test_no_socket_but_hers_is_reached_from_her_origin(hub, accounts, sign_in):
     root = route.parent.parent
     assert route.parent.name == learner_net.ROUTES, route  # routed to root's own folder only
     hers = root / eve.name / learner_net.SERVER_SOCK
-    assert not os.path.lexists(hers)  # moved away once her server listened
+    assert os.path.ismount(route)  # her socket's inode itself, bound where only root goes
     uid = pwd.getpwnam(eve.name).pw_uid
 
     private = Path(f"/run/course-test-{TAG}")  # root-only, as a system service's
@@ -176,8 +180,8 @@ def test_no_socket_but_hers_is_reached_from_her_origin(hub, accounts, sign_in):
             ("rename", targets[2]), ("file", "")]
         for how, target in variants:
             done = as_user(eve.name, SYSTEM_PYTHON, "-c", PLACE, str(hers), how, target)
-            if how == "hardlink" and done.stdout.startswith("refused"):
-                continue  # the kernel refused it here (fs.protected_hardlinks=1)
+            if how in ("hardlink", "rename") and done.stdout.startswith("refused"):
+                continue  # the kernel refused it here (protected_hardlinks, EXDEV)
             assert done.stdout.strip() == "placed", (how, target, done.stderr)
             answers = _her_own_or_none(hub, eve.name, session, markers)
             assert all(status == 200 for status, _ in answers), (how, target, answers)
