@@ -13,8 +13,9 @@ unmount here would leave the file system mounted in other learners' servers, and
 next mount would be a second, concurrent one of the same image (``unmount_home`` is for
 removing a learner). The folder of her server's socket, hers too, is a 1 MiB tmpfs
 (:func:`mount_small`). A larger
-``HUB_HOME_MIB`` grows an image at its next mount (``resize2fs``); a smaller one applies
-to new images only (shrinking could lose her files).
+``HUB_HOME_MIB`` grows an image at its next mount (``resize2fs``), which, as it stays
+mounted, is after the machine restarts; a smaller one applies to new images only
+(shrinking could lose her files).
 
 Measured here (ext4 on a virtual disk): making a 1 GiB image takes about 0.1 s, mounting
 it about 20 ms. Loop mounts need root with ``CAP_SYS_ADMIN`` and ``/dev/loop-control``;

@@ -28,6 +28,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
+from tests.hub.accounts import unmount_home
 from tests.hub.running import Signed, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_class_browser import server_pid
@@ -43,10 +44,16 @@ def limited(accounts, released_course, tmp_path_factory):
     """A hub with :data:`LIMITS`; eve (``bob``'s account) with her server running:
     ``(hub, eve, her server)``."""
     made, _ = accounts
-    with running_hub(accounts, released_course, tmp_path_factory.mktemp("limited"),
-                     **LIMITS) as hub:
-        eve = Signed(hub, made["bob"])
-        yield hub, eve, start_server(eve)
+    # a home stays mounted once a hub mounted it: another module's hub left bob's of its
+    # own size (HUB_HOME_MIB), which this one would keep; and this one's must not outlive it
+    unmount_home(made["bob"].name)
+    try:
+        with running_hub(accounts, released_course, tmp_path_factory.mktemp("limited"),
+                         **LIMITS) as hub:
+            eve = Signed(hub, made["bob"])
+            yield hub, eve, start_server(eve)
+    finally:
+        unmount_home(made["bob"].name)
 
 
 def in_terminal(limited, command, timeout=180):
