@@ -35,19 +35,23 @@ SANDBOX = "course-sandbox"  # <cgroup root>/course-sandbox/<sandbox uid>: one su
 CONTROLLERS = ("memory", "pids", "cpu")  # those :func:`limited` bounds, in v2 or else in v1
 
 
-def v2_root() -> Path | None:
-    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or, on hybrid hosts,
-    ``/sys/fs/cgroup/unified``), or None."""
+def _mounts():
+    """``(mount point, file system type, its options)`` of each mount this process sees
+    (``/proc/self/mountinfo``; none when it cannot be read)."""
     try:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
-        return None
+        return
     for line in lines:
         fields = line.split()
-        after = fields.index("-")
-        if fields[after + 1] == "cgroup2":
-            return Path(fields[4])
-    return None
+        after = fields.index("-")  # then: type, source, the super block's options
+        yield Path(fields[4]), fields[after + 1], fields[after + 3].split(",")
+
+
+def v2_root() -> Path | None:
+    """Where the cgroup v2 hierarchy is mounted (``/sys/fs/cgroup`` or, on hybrid hosts,
+    ``/sys/fs/cgroup/unified``), or None."""
+    return next((where for where, kind, _ in _mounts() if kind == "cgroup2"), None)
 
 
 def make(*names: str) -> Path | None:
@@ -125,16 +129,8 @@ def problem() -> str | None:
 def v1_root(controller: str) -> Path | None:
     """Where the cgroup v1 hierarchy holding ``controller`` (``memory``, ``pids``, ``cpu``)
     is mounted, or None (a v2-only host, or a controller it does not have)."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        fields = line.split()
-        after = fields.index("-")
-        if fields[after + 1] == "cgroup" and controller in fields[after + 3].split(","):
-            return Path(fields[4])
-    return None
+    return next((where for where, kind, options in _mounts()
+                 if kind == "cgroup" and controller in options), None)
 
 
 def _v2_has(controller: str) -> bool:
