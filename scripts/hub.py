@@ -75,8 +75,32 @@ def remove_sockets(folder: Path) -> bool:
     return not folder.exists()
 
 
+def already_served() -> str | None:
+    """What a hub started now would find taken (another ``make hub``, or anything else
+    listening on the hub's own API port, or a hub answering on this state folder's
+    sockets), in words; None when nothing is. Asked before starting: once started,
+    :func:`ready` would read the other hub's answers as this one's. Not the public port:
+    a proxy a stopped hub of this state left running holds it, and the new hub stops that
+    proxy itself (``deploy/hub/proxy.py``)."""
+    port = int(hub_setting("HUB_API_PORT"))
+    with socket.socket() as probe:
+        probe.settimeout(2)
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            return f"something already listens on the hub's port {port} (another make hub?)"
+    folder = socket_folder(hub_setting("HUB_STATE"))
+    if any(answers(folder / n) for n in ("hub.sock", "grader.sock")):
+        return f"a hub of this state folder already answers in {folder}"
+    return None
+
+
 def main() -> int:
     on_stop_signals()
+    taken = already_served()
+    if taken:
+        print(f"==> not started: {taken}; stop it first, or give this one other ports "
+              "(PORT, HUB_API_PORT, ...) and HUB_STATE",
+              file=sys.stderr, flush=True)
+        return 1
     hub = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f",
                             str(REPO / "deploy" / "hub" / "jupyterhub_config.py")])
     deadline, said = time.monotonic() + READY_S, False

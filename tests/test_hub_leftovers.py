@@ -11,6 +11,7 @@ import time
 import pytest
 
 from deploy.hub import proxy
+from scripts import hub
 from scripts.hub import remove_sockets
 from tests.processes import free_port
 
@@ -99,3 +100,24 @@ def test_a_stopped_hubs_socket_folder_is_removed_unless_a_hub_answers_there(tmp_
     finally:
         for sock in filter(None, opened):
             sock.close()
+
+
+def test_a_second_hub_says_the_first_is_there_and_starts_nothing(monkeypatch, tmp_path, capsys):
+    """Its own API port taken (by a listener of any kind) or its state folder's sockets
+    answering: ``make hub`` says so and starts no JupyterHub, never "running" for another."""
+    started = []
+    monkeypatch.setattr(hub.subprocess, "Popen", lambda *a, **k: started.append(a))
+    monkeypatch.setenv("HUB_STATE", str(tmp_path / "state"))
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        monkeypatch.setenv("HUB_API_PORT", str(listener.getsockname()[1]))
+        assert hub.main() == 1
+    assert "already listens on the hub's port" in capsys.readouterr().err
+    monkeypatch.setenv("HUB_API_PORT", str(free_port()))
+    folder = hub.socket_folder(str(tmp_path / "state"))
+    folder.mkdir(parents=True)
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(folder / "hub.sock"))
+        sock.listen()
+        assert hub.main() == 1
+    assert "already answers in" in capsys.readouterr().err
+    assert started == []
