@@ -6,7 +6,8 @@ browser for the parent domain, every way a page can (``Domain=hub.test`` and
 ``.hub.test``, each path the hub and the services use, each name with and without
 ``__Host-``). Ann, signed in or not, opens the hub and both services: she is still Ann,
 or nobody, never Eve (the hub's and the services' cookies are ``__Host-`` there:
-deploy/hub/jupyterhub_config.py)."""
+deploy/hub/jupyterhub_config.py). Without HTTPS in front, at that domain, a sign-in
+does not hold (the browser keeps no ``Secure`` cookie over plain HTTP)."""
 from __future__ import annotations
 
 import json
@@ -36,7 +37,7 @@ def https_hub(domain_hub, tmp_path_factory):
 
 
 @pytest.fixture
-def chromium(browser, https_hub):
+def resolving(browser, https_hub):
     """A Chromium of this test's own, resolving ``hub.test`` to the front."""
     made = browser.browser_type.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
         f"--host-resolver-rules={https_hub[1]}"])
@@ -97,17 +98,17 @@ def plants(cookies):
 
 @pytest.mark.parametrize("ann_signed_in", [True, False], ids=["signed-in", "signed-out"])
 def test_a_learners_subdomain_cannot_sign_a_classmate_in_as_herself(
-        chromium, https_hub, accounts, ann_signed_in):
+        resolving, https_hub, accounts, ann_signed_in):
     hub = https_hub[0]
     made, _ = accounts
     eve_account, ann_account = made["bob"], made["ada"]
-    eve = context(chromium)
+    eve = context(resolving)
     sign_in(eve, hub, eve_account)
     cookies = [c for c in eve.cookies() if c["name"].removeprefix("__Host-") in LOGIN_NAMES]
     assert sorted(c["name"].removeprefix("__Host-") for c in cookies) == sorted(LOGIN_NAMES)
     eve.close()
 
-    ann = context(chromium)
+    ann = context(resolving)
     if ann_signed_in:
         sign_in(ann, hub, ann_account)
     page = ann.new_page()
@@ -126,3 +127,26 @@ def test_a_learners_subdomain_cannot_sign_a_classmate_in_as_herself(
     want = ann_account.name if ann_signed_in else None
     assert who(page, hub, names) == (want, want, want)
     ann.close()
+
+
+def test_on_a_real_domain_over_plain_http_nobody_stays_signed_in(browser, domain_hub, accounts):
+    """No HTTPS in front: the browser keeps none of the hub's ``__Host-`` cookies (they are
+    ``Secure``), so a sign-in leads back to the sign-in page, never to a sign-in a
+    learner's subdomain could plant (docs/deployment.md: HTTPS is required there)."""
+    made, _ = accounts
+    hub = f"http://{DOMAIN}:{domain_hub.env['PORT']}"
+    plain = browser.browser_type.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + [
+        f"--host-resolver-rules=MAP {DOMAIN} 127.0.0.1, MAP *.{DOMAIN} 127.0.0.1"])
+    try:
+        page = plain.new_context().new_page()
+        page.goto(hub + "/hub/login", timeout=WAIT_MS)
+        page.fill("#username_input", made["ada"].name)
+        page.fill("#password_input", made["ada"].password)
+        with page.expect_navigation(timeout=WAIT_MS):
+            page.click("#login_submit")
+        page.wait_for_load_state("load", timeout=WAIT_MS)
+        assert not [c for c in page.context.cookies() if "hub-login" in c["name"]]
+        page.goto(hub + "/hub/home", timeout=WAIT_MS)
+        assert "/hub/login" in page.url, page.url
+    finally:
+        plain.close()
