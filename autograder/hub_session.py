@@ -9,6 +9,11 @@ the cookie instead; the token stays in the service's memory, mapped from that id
 sign-in: a page view goes through the hub's OAuth again, which asks no password while
 the browser is signed in to the hub, and gets a new id. A restart of the service
 forgets every id the same way.
+
+On a real ``HUB_DOMAIN`` the hub starts the services with
+``JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED=1`` (deploy/hub/jupyterhub_config.py): HubOAuth
+then names the cookie ``__Host-<client id>`` (``Secure``, path ``/``) and reads only that
+name, which no page on a learner's subdomain can set (cookie tossing).
 """
 from __future__ import annotations
 
@@ -32,6 +37,11 @@ class SessionHubOAuth(HubOAuth):
         self._sessions = {}  # session id -> (hub token, time.monotonic() it expires)
         self.cookie_options = {**self.cookie_options,
                                "expires_days": self.session_seconds / 86400}
+        if self.cookie_host_prefix_enabled:
+            # a __Host- cookie not Secure is dropped by the browser; HubOAuth makes its OAuth
+            # state cookie Secure only when the service's public URL (the hub's, which
+            # make hub gives as http://, HTTPS being in front) says https
+            self.cookie_options["secure"] = True
 
     def set_cookie(self, handler, access_token):
         """After OAuth: a new session id for ``access_token``, in the cookie."""

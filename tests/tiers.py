@@ -35,6 +35,7 @@ FIXTURES = {
     "tests.service.conftest.postgres": {"postgres"},
     "tests.hub.conftest.hub": {"hub", "book"},  # make hub builds the site first
     "tests.hub.conftest.lti_hub": {"hub", "book"},  # the same, signing in by LTI launch
+    "tests.hub.conftest.domain_hub": {"hub", "book"},  # the same, at HUB_DOMAIN hub.test
 }
 
 # node id prefix (a folder, a module, or a test) -> tiers of what it starts in its body

@@ -35,6 +35,7 @@ can listen on one, not even while its server restarts; a port chosen at or above
 import asyncio
 import grp
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -60,6 +61,7 @@ PYTHON = sys.executable  # the venv's interpreter (reachable by learners: course
 # -- the hub, its proxy, its state ---------------------------------------------
 c.JupyterHub.bind_url = f"http://{HOST}:{PORT}"
 c.JupyterHub.subdomain_host = PUBLIC
+_LOOPBACK = re.compile(r"^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$")
 
 
 def _origin_of(name, domain, kind):
@@ -69,6 +71,14 @@ def _origin_of(name, domain, kind):
 
 
 c.JupyterHub.subdomain_hook = _origin_of
+# On a real domain a page on <name>.HUB_DOMAIN can set cookies for HUB_DOMAIN itself, which
+# the browser sends to the hub and the services: eve's own login cookie planted in ann's
+# browser would sign ann in as eve (login CSRF by cookie tossing). ``__Host-`` cookies (the
+# hub's login cookie, the services' sessions, each learner server's) come only from their
+# own host, and only over HTTPS (Secure): so on a real domain the hub needs HTTPS in front.
+# On the loopback (``localhost``, one machine, plain HTTP) they stay unprefixed.
+REAL_DOMAIN = not _LOOPBACK.match(setting("HUB_DOMAIN").lower())
+c.JupyterHub.cookie_host_prefix_enabled = REAL_DOMAIN
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(setting("HUB_API_PORT"))
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
@@ -204,7 +214,10 @@ if os.geteuid() == 0:
 
 # -- the course's services -----------------------------------------------------
 _service_env = {"PATH": env("PATH", "/usr/bin:/bin"), "HOME": env("HOME", "/root"),
-                "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8"}
+                "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8",
+                # their session cookies __Host- too (HubOAuth reads this; the hub passes
+                # its setting to learners' servers itself, not to services)
+                "JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": str(int(REAL_DOMAIN))}
 c.JupyterHub.services = [
     {
         "name": "course",

@@ -85,6 +85,15 @@ def lti_hub(accounts, released_course, tmp_path_factory, lti_platform):
             remove_launched(running)
 
 
+@pytest.fixture(scope="package")
+def domain_hub(accounts, released_course, tmp_path_factory):
+    """``make hub`` at a real-looking domain, ``HUB_DOMAIN=hub.test`` (learners' servers on
+    its subdomains), signing in with PAM; the tests put HTTPS in front (tls_front.py)."""
+    with running_hub(accounts, released_course, tmp_path_factory.mktemp("domain-hub"),
+                     HUB_DOMAIN="hub.test") as running:
+        yield running
+
+
 @pytest.fixture
 def sign_in(hub, accounts):
     """``sign_in("ada")`` -> :class:`Signed` (a new session each call)."""

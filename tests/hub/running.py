@@ -55,7 +55,7 @@ class Hub:
     def __init__(self, root: Path, env: dict, repo: Path = REPO, make=("make", "hub")):
         self.root, self.env, self.proc = root, env, None
         self.repo, self.make = repo, list(make)
-        self.public = f"http://localhost:{env['PORT']}"  # make hub: HUB_DOMAIN localhost
+        self.public = f"http://{env.get('HUB_DOMAIN', 'localhost')}:{env['PORT']}"  # as make hub
         self.log_path = root / "hub.log"
 
     def url(self, path: str) -> str:
