@@ -4,6 +4,7 @@ under /run/course-hub (removed once the hub stopped, unless a hub still answers 
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -113,11 +114,14 @@ def test_a_second_hub_says_the_first_is_there_and_starts_nothing(monkeypatch, tm
         assert hub.main() == 1
     assert "already listens on the hub's port" in capsys.readouterr().err
     monkeypatch.setenv("HUB_API_PORT", str(free_port()))
-    folder = hub.socket_folder(str(tmp_path / "state"))
-    folder.mkdir(parents=True)
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.bind(str(folder / "hub.sock"))
-        sock.listen()
-        assert hub.main() == 1
+    folder = hub.socket_folder(str(tmp_path / "state"))  # under /run/course-hub: removed
+    folder.mkdir(mode=0o711, parents=True)
+    try:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.bind(str(folder / "hub.sock"))
+            sock.listen()
+            assert hub.main() == 1
+    finally:
+        shutil.rmtree(folder)
     assert "already answers in" in capsys.readouterr().err
     assert started == []

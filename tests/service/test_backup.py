@@ -52,12 +52,21 @@ def _socket(path):
     sock.close()
 
 
+@pytest.fixture(autouse=True)
+def umask_put_back():
+    """The process's umask as it was before each test: a test here sets 000, which the
+    worker's next tests (and the hubs they start) would otherwise inherit."""
+    before = os.umask(0o077)
+    os.umask(before)
+    yield
+    os.umask(before)
+
+
 @pytest.fixture
 def course(tmp_path, monkeypatch):
     """A course's data as an older, careless version may have left it (files 0644): the
     grading database, the gradebook, submitted notebooks, and a hub's state folder with
     its secrets and the live state of a running hub (a proxy's pid, locks, sockets)."""
-    monkeypatch.setattr(os, "umask", os.umask)  # each test's umask is put back
     db, folder, hub = tmp_path / "grading.db", tmp_path / "exercises", tmp_path / "hub-state"
     Store(db)
     with sqlite3.connect(db) as conn:
@@ -204,7 +213,6 @@ def test_a_restored_course_is_the_course_that_was_backed_up(monkeypatch):
     from tests.service.test_course_changes import TESTS, VALUES, _command
     from tests.service.test_new_exercise import _release
     top = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="course-restore-"))
-    monkeypatch.setattr(os, "umask", os.umask)
     os.umask(0)
     try:
         top.chmod(0o755)
