@@ -70,7 +70,8 @@ def test_distinct_mistakes_in_real_feedback_stay_apart():
     # five wrong aliased byte totals, five mistakes (float bytes, an output index, ...)
     totals = {class_stats.observation(golden(f"{s}/donation_report", BYTES)) for s in (
         "all_aliased", "element_count_rule", "float_bytes", "output_index", "shape_dtype_rule")}
-    assert totals == {"Got: 120", "Got: 100", "Got: 128", "Got: 464", "Got: 198"}
+    # (the totals follow the golden capture's seeded inputs: five distinct numbers)
+    assert len(totals) == 5 and all(re.fullmatch(r"Got: \d+", t) for t in totals), totals
     # the shape of the deleted buffer says which one was read
     shapes = {class_stats.observation(golden(s, "train runs without reading a deleted buffer"))
               for s in ("as_given/fix_training_loop", "donates_both/fix_training_loop")}
