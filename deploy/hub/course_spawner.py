@@ -232,9 +232,7 @@ class CourseSpawner(LocalProcessSpawner):
         (once per hub; every learner's server connects to the same two)."""
         if CourseSpawner._pipes is not None:
             return
-        root = Path(self.socket_root)
-        root.mkdir(mode=0o711, parents=True, exist_ok=True)
-        root.chmod(0o711)
+        root = self.made_socket_root()
         hub = urlparse(self.hub.api_url)
         host, port = self.grader_address.rsplit(":", 1)
         caps = learner_net.Caps()  # what one learner holds through both, in the hub's process
@@ -379,9 +377,15 @@ class CourseSpawner(LocalProcessSpawner):
         (made here, root's, mode 0711), or /var/tmp where servers are not confined."""
         if not self.confined:
             return "/var/tmp"
+        return str(self.made_socket_root())
+
+    def made_socket_root(self):
+        """:attr:`socket_root` as a :class:`~pathlib.Path`, made (root's) where missing and
+        left mode 0711: learners pass through it to their own folders, list nothing."""
         root = Path(self.socket_root)
         root.mkdir(mode=0o711, parents=True, exist_ok=True)
-        return str(root)
+        root.chmod(0o711)
+        return root
 
     def lay_workspace(self):
         """Copy the course into the learner's home, as the learner (see the module)."""

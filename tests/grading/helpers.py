@@ -112,12 +112,14 @@ def checkout(root):
 
 
 class Listener:
-    """A server on loopback (``127.0.0.1:port``) that accepts and counts connections
-    (``accepted``) until ``close()``: what learner code must never reach."""
+    """A server that accepts and counts connections (``accepted``) until ``close()``:
+    what learner code must never reach. On loopback (``127.0.0.1:port``) unless given
+    ``sock``, a listening socket of another family (``port`` is then None)."""
 
-    def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port, self.accepted = self.sock.getsockname()[1], 0
+    def __init__(self, sock=None):
+        self.sock = sock or socket.create_server(("127.0.0.1", 0))
+        self.accepted = 0
+        self.port = self.sock.getsockname()[1] if self.sock.family == socket.AF_INET else None
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):

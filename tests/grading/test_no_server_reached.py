@@ -20,13 +20,12 @@ import secrets
 import shutil
 import socket
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.course import grader_cli
-from tests.grading.helpers import released_notebook, with_answer
+from tests.grading.helpers import Listener, released_notebook, with_answer
 
 SYSTEM_PYTHON = "/usr/bin/python3"  # the venv's may live where nobody can run it
 TAG = f"course-test-{secrets.token_hex(4)}"
@@ -112,33 +111,24 @@ print("TRIED", len(tried))
 '''
 
 
-class Decoy:
+class Decoy(Listener):
     """A UNIX socket any user may connect to, counting connections (``accepted``): at
     ``path`` (its folders made mode 0755, removed by :meth:`close` from ``remove``), or
     with ``path`` starting with a NUL an abstract name."""
 
     def __init__(self, path, remove=None):
-        self.path, self.remove, self.accepted = path, remove, 0
+        self.path, self.remove = path, remove
         if not path.startswith("\0"):
             Path(path).parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(path)
         if not path.startswith("\0"):
             os.chmod(path, 0o666)
-        self.sock.listen(64)
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            conn.close()
+        sock.listen(64)
+        super().__init__(sock)
 
     def close(self):
-        self.sock.close()
+        super().close()
         if self.remove:
             shutil.rmtree(self.remove, ignore_errors=True)
 
