@@ -60,8 +60,9 @@ def refusal(exercise, source_ids, test_ids, released):
         return (f"{exercise}: not released, nothing changed: each hidden test needs a graded "
                 f"cell of the same grade_id in the source notebook and each graded cell a "
                 f"hidden test; only hidden tests: {', '.join(sorted(test_ids - source_ids)) or '-'}; "
-                f"only graded cells: {', '.join(sorted(source_ids - test_ids)) or '-'} "
-                "(docs/exercises.md)")
+                f"only graded cells: {', '.join(sorted(source_ids - test_ids)) or '-'}; "
+                f"python -m autograder.new_exercise {exercise} --cells writes the graded cells "
+                "from the hidden tests (docs/exercises.md)")
     if released is None or not released[0] or released[1] == source_ids:
         return None
     added, removed = sorted(source_ids - released[1]), sorted(released[1] - source_ids)

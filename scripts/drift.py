@@ -498,7 +498,9 @@ def main(argv=None) -> int:
     kept.write_text(text)
     last.write_text(text)
     print(f"==> report: {kept.relative_to(REPO)} and {last.relative_to(REPO)}")
-    return 1 if drift_compare.drifted(rows) else 0
+    status, said = drift_compare.verdict(rows, new["jax"])
+    print(f"==> {said}")
+    return status
 
 
 if __name__ == "__main__":

@@ -39,10 +39,14 @@ def nbgrader(course, *args):
     """Run ``nbgrader ARGS`` as the README does, from ``exercises/`` (so its
     nbgrader_config.py is the one loaded), on the course files in ``course``
     (``--CourseDirectory.root``: tests never write into ``exercises/``).
-    Returns the CompletedProcess (checked)."""
-    return subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}",
+    Returns the CompletedProcess; raises AssertionError with nbgrader's own words (the
+    end of its stderr: which notebook, which traceback) when it fails."""
+    done = subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.root={course}",
                            *quiet(args)], cwd=REPO / "exercises",
-                          env=nbgrader_env(), check=True, capture_output=True, text=True)
+                          env=nbgrader_env(), capture_output=True, text=True)
+    assert done.returncode == 0, (f"nbgrader {' '.join(map(str, args))} exited {done.returncode}:\n"
+                                  f"{(done.stdout + done.stderr)[-4000:]}")
+    return done
 
 
 def release(course, assignment, *extra):

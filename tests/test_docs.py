@@ -68,3 +68,37 @@ def test_the_readme_is_a_front_door():
     lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
     assert lines < README_MAX_LINES, (
         f"README.md has {lines} lines; keep it under {README_MAX_LINES}: move detail to docs/")
+
+
+# Where a reader looks for the course's exercises (the exercise index's table is held to
+# the registry by tests/grading/test_exercise_folders.py); elsewhere the docs name one
+# exercise as an example, or a few for what they did.
+PROSE = ["README.md", "book/intro.md"]
+
+
+def partial_lists(text, names):
+    """The paragraphs of ``text`` that name more than one of ``names`` but not all: a
+    list of the exercises typed by hand that a new exercise has left behind."""
+    found = []
+    for paragraph in re.split(r"\n\s*\n", FENCE.sub("", text)):
+        named = {n for n in names if re.search(rf"\b{n}\b", paragraph)}
+        if 1 < len(named) < len(names):
+            found.append(sorted(named))
+    return found
+
+
+@pytest.mark.parametrize("doc", PROSE)
+def test_prose_that_lists_exercises_lists_the_registered_ones(doc):
+    """A paragraph naming several exercises names every one autograder.exercises
+    registers (better: it names none and points to the exercise index, which the
+    folder test holds to the registry)."""
+    from autograder import exercises
+
+    text = (REPO / doc).read_text(encoding="utf-8")
+    assert partial_lists(text, exercises.names()) == [], f"{doc} lists some exercises, not all"
+
+
+def test_a_list_missing_a_registered_exercise_is_found():
+    names = ("one", "two", "three")
+    assert partial_lists("Try `one` and `two`.\n\nThen `three`.", names) == [["one", "two"]]
+    assert partial_lists("Try `one`, `two` and `three`.", names) == []

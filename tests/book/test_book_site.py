@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from autograder import exercises
 from .sitebuild import LESSONS, REPO, page
 from .recompute import EXPECTED
 
@@ -149,19 +150,26 @@ def test_jump_to_task_link_resolves(built_site):
         assert target.name == "update_with_donate.html"
 
 
-# The graded exercise each lesson leads to (the page a lesson must link).
-EXERCISE_OF_LESSON = {
-    "donate_argnums": "update_with_donate",
-    "state_tree": "donation_report",
-    "lifetimes": "fix_training_loop",
-    "silent_donation": "silent_donation",
-}
+def lesson_of(exercise):
+    """The lesson an exercise's page says to read first (its ``**Read first:**`` line)."""
+    text = (REPO / "book" / "exercises" / f"{exercise}.md").read_text(encoding="utf-8")
+    found = re.search(r"\*\*Read first:\*\* \{doc\}`\.\./lessons/(\w+)`", text)
+    assert found, f"book/exercises/{exercise}.md names no lesson to read first"
+    return found.group(1)
 
 
-@pytest.mark.parametrize("lesson", [name for name in LESSONS if name in EXERCISE_OF_LESSON])
-def test_each_lesson_links_the_exercise_built_on_it(built_site, lesson):
+# Each registered exercise and the lesson it is built on (the lesson must link it).
+BUILT_ON = [(lesson_of(name), name) for name in exercises.names()]
+
+
+def test_each_exercise_is_built_on_a_lesson_of_the_book():
+    assert {lesson for lesson, _ in BUILT_ON} <= set(LESSONS), BUILT_ON
+
+
+@pytest.mark.parametrize("lesson,exercise_name", BUILT_ON)
+def test_each_lesson_links_the_exercise_built_on_it(built_site, lesson, exercise_name):
     path = built_site / f"book/lessons/{lesson}.html"
-    exercise = built_site / f"book/exercises/{EXERCISE_OF_LESSON[lesson]}.html"
+    exercise = built_site / f"book/exercises/{exercise_name}.html"
     # an exercise still being written is reached through the exercise index
     expected = exercise if exercise.is_file() else built_site / "book/exercises/index.html"
     # the lesson's own text, not the site navigation (which links every page)

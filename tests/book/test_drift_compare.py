@@ -83,3 +83,36 @@ def test_a_rule_the_prose_names_says_so_when_it_drifts():
     assert f"rule   {PAGE} a: same" in lines  # a rule that held is not flagged
     assert (f"rule   {PAGE} b: changed (holds -> does not hold); the prose of {PAGE}, book/intro "
             "relies on it") in lines
+
+
+def test_a_run_with_only_known_differences_succeeds_and_says_so():
+    rows = drift_compare.compare_rules(OLD, NEW)[:2]  # a same, b changed
+    table = {"0.10.2": {("rule", PAGE, "b", "changed"): "b is known to differ there"}}
+    status, said = drift_compare.verdict(rows, "0.10.2", table)
+    assert status == 0 and said.startswith("drift: succeeded with 1 known difference(s) on JAX 0.10.2")
+    assert drift_compare.verdict(rows, "0.10.3", table)[0] == 1  # known of 0.10.2 only
+    failed = [dict(rows[1], status="failed")]  # the same rule failing another way is not known
+    assert drift_compare.verdict(failed, "0.10.2", table) == (
+        1, "drift: FAILED: 1 unknown difference(s) on JAX 0.10.2 (and 0 known)")
+    everything = drift_compare.compare_rules(OLD, NEW)  # c failed: unknown
+    assert drift_compare.verdict(everything, "0.10.2", table)[0] == 1
+    assert drift_compare.verdict(rows[:1], "0.10.2", table) == (
+        0, "drift: succeeded: nothing changed or failed on JAX 0.10.2")
+
+
+def test_the_committed_report_has_no_unknown_difference():
+    """What make drift JAX=<its JAX> found last is all known (drift_compare.KNOWN, with
+    why), so that run exits 0; each known difference is printed as known."""
+    import json
+
+    from tests.course import REPO
+
+    report = json.loads((REPO / "book" / "drift_report.json").read_text())
+    rows = report["rows"]
+    assert drift_compare.unknown_drift(rows, report["new_jax"]) == []
+    assert drift_compare.verdict(rows, report["new_jax"])[0] == 0
+    lines = drift_compare.format_report(rows, report["old_jax"], report["new_jax"])
+    for row in rows:
+        if row["status"] in ("changed", "failed"):
+            assert any(line.startswith(f"{row['kind']:6} {row['where']} {row['id']}: ") and "; known: " in line
+                       for line in lines), row

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
+from autograder import exercises
 from tests.book.sitebuild import LESSONS
 
 from tests.browser.layout import layout_problems, sideways_overflow
 from tests.browser.pages import axe_violations, screenshot
 
 PAGES = ["book/intro", *(f"book/lessons/{name}" for name in LESSONS), "book/exercises/index",
-         "book/exercises/update_with_donate", "book/exercises/donation_report",
-         "book/exercises/fix_training_loop", "book/exercises/silent_donation", "search"]
+         *(f"book/exercises/{name}" for name in exercises.names()), "search"]
 VIEWS = [("laptop-light", 1280, False), ("phone-dark", 390, True),
          ("laptop-dark", 1280, True), ("phone-light", 390, False)]
 

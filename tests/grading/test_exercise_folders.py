@@ -18,10 +18,15 @@ from tests.course import REPO
 EXAMPLE = exercises.names()[0]
 
 
+POINTS = 10  # every exercise is worth 10 (the class views and graders assume it)
+STANDARD_SAMPLES = ("reference", "misnamed", "syntax_error")  # files; "unattempted" is expected.json's only
+
+
 def _parts(root, name):
     folder = root / "autograder" / "exercises" / name
     return {"metadata": folder / "__init__.py",
             "probe": folder / "probe.py",
+            "requirement rows": folder / "requirements.py",
             "hidden tests": folder / "hidden" / "tests.py",
             "hidden package": folder / "hidden" / "__init__.py",
             "samples' expected grades": folder / "hidden" / "samples" / "expected.json",
@@ -36,45 +41,129 @@ def _module(path):
 def _constants(path):
     """Module-level ``NAME = <literal>`` assignments of ``path``."""
     return {t.id: ast.literal_eval(node.value) for node in _module(path).body
-            if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
+            if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
+            and _literal(node.value)}
 
 
-def _graded_points(path):
-    """Points of each ``@graded(points, title)`` test in ``path``, in order."""
-    return [ast.literal_eval(d.args[0]) for node in _module(path).body
+def _literal(node):
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
+
+
+def _assigned(path):
+    """Names ``path`` assigns at module level."""
+    return {t.id for node in _module(path).body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def _graded(path):
+    """``[(test name, points)]`` of each ``@graded(points, title)`` test in ``path``, in order."""
+    return [(node.name, ast.literal_eval(d.args[0])) for node in _module(path).body
             if isinstance(node, ast.FunctionDef) for d in node.decorator_list
             if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "graded"]
 
 
-def missing(name, root=REPO):
-    """What of exercise ``name`` is missing from the tree at ``root``, in words ([] when whole)."""
-    parts = _parts(root, name)
-    gone = [f"{what} ({path.relative_to(root)})" for what, path in parts.items() if not path.is_file()]
-    meta, tests, samples = parts["metadata"], parts["hidden tests"], parts["samples' expected grades"]
-    points = _graded_points(tests) if tests.is_file() else []
-    if tests.is_file() and not points:
-        gone.append(f"graded hidden tests (@graded) in {tests.relative_to(root)}")
-    if meta.is_file():
-        found = _constants(meta)
-        gone += [f"{key} in {meta.relative_to(root)}" for key in ("TITLE", "POINTS", "PRELOAD")
-                 if key not in found]
-        if points and "POINTS" in found and sum(points) != found["POINTS"]:
-            gone.append(f"hidden tests worth POINTS = {found['POINTS']} (they add up to {sum(points)})")
-    if parts["probe"].is_file() and not any(
-            isinstance(n, ast.FunctionDef) and n.name == "observe" for n in _module(parts["probe"]).body):
-        gone.append(f"observe(ns, seed) in {parts['probe'].relative_to(root)}")
-    if samples.is_file():
-        listed = set(json.loads(samples.read_text())) - {"_comment", "unattempted"}
-        files = {p.stem for p in samples.parent.glob("*.py")}
-        gone += [f"sample {s}.py (listed in {samples.relative_to(root)})" for s in sorted(listed - files)]
-        gone += [f"expected grade of sample {s}.py in {samples.relative_to(root)}" for s in sorted(files - listed)]
-        if "reference" not in listed:
-            gone.append(f"a full-marks sample, reference.py, in {samples.parent.relative_to(root)}")
-    if parts["book page"].is_file() and f"book/exercises/{name}\n" not in (root / "_toc.yml").read_text():
-        gone.append(f"the page book/exercises/{name} in _toc.yml")
+def _graded_points(path):
+    """Points of each ``@graded(points, title)`` test in ``path``, in order."""
+    return [points for _, points in _graded(path)]
+
+
+def _metadata(name, root, meta, points):
+    if not meta.is_file():
+        return []
+    found, where = _constants(meta), meta.relative_to(root)
+    gone = [f"{key} in {where}" for key in ("TITLE", "POINTS", "PRELOAD") if key not in found]
+    if "POINTS" in found and found["POINTS"] != POINTS:
+        gone.append(f"POINTS = {POINTS} in {where} (it says {found['POINTS']})")
+    if points and "POINTS" in found and sum(points) != found["POINTS"]:
+        gone.append(f"hidden tests worth POINTS = {found['POINTS']} (they add up to {sum(points)})")
+    return gone
+
+
+def _samples(root, samples):
+    if not samples.is_file():
+        return []
+    where = samples.relative_to(root)
+    listed = set(json.loads(samples.read_text())) - {"_comment", "unattempted"}
+    files = {p.stem for p in samples.parent.glob("*.py")}
+    gone = [f"sample {s}.py (listed in {where})" for s in sorted(listed - files)]
+    gone += [f"expected grade of sample {s}.py in {where}" for s in sorted(files - listed)]
+    if "reference" not in listed:
+        gone.append(f"a full-marks sample, reference.py, in {samples.parent.relative_to(root)}")
+    gone += [f"the standard sample {s}.py in {samples.parent.relative_to(root)}"
+             for s in STANDARD_SAMPLES[1:] if s not in listed]
+    if "unattempted" not in json.loads(samples.read_text()):
+        gone.append(f"the expected grade of the notebook as handed out, \"unattempted\", in {where}")
+    return gone
+
+
+def _notebook(name, root, source, tests):
+    """What the source notebook lacks: the answer cell (grade id ``name``), the
+    ``self_check`` cell, and one graded cell per hidden test (grade id and points the
+    test's, in the tests' order, calling the bridge with both names)."""
+    if not source.is_file():
+        return []
+    where = source.relative_to(root)
+    cells = [(c["metadata"].get("nbgrader", {}), "".join(c["source"]))
+             for c in json.loads(source.read_text("utf-8"))["cells"]]
+    gone = []
+    if not any(meta.get("grade_id") == name and meta.get("solution") for meta, _ in cells):
+        gone.append(f"the answer cell (grade_id {name!r}, solution) in {where}")
+    if not any(meta.get("grade_id") == "self_check" for meta, _ in cells):
+        gone.append(f"the self-check cell (grade_id 'self_check') in {where}")
+    graded = [(meta["grade_id"], meta.get("points")) for meta, _ in cells if meta.get("grade")]
+    if tests is not None and graded != tests:
+        gone.append(f"graded cells {tests} (grade_id, points: the hidden tests') in {where}, "
+                    f"not {graded} (python -m autograder.new_exercise {name} --cells writes them)")
+    gone += [f"the call check({name!r}, {meta['grade_id']!r}) in graded cell {meta['grade_id']} of {where}"
+             for meta, text in cells if meta.get("grade")
+             and f'check("{name}", "{meta["grade_id"]}")' not in text]
+    return gone
+
+
+def _page(name, root, page):
+    """What the page, its _toc.yml entry and its index row lack."""
+    gone = []
+    if page.is_file():
+        text = page.read_text("utf-8")
+        wants = {f"its label (exercise-{name.replace('_', '-')})= on the first line":
+                 text.startswith(f"(exercise-{name.replace('_', '-')})=\n"),
+                 f"its notebook's download, ../../exercises/release/{name}/{name}.ipynb":
+                 f"<../../exercises/release/{name}/{name}.ipynb>`" in text,
+                 f"its graded checks, a {{graded-checks}} {name} block": f"```{{graded-checks}} {name}\n```" in text,
+                 f"its submit form, <div data-grader-exercise=\"{name}\">": f'data-grader-exercise="{name}"' in text}
+        gone += [f"{what} in {page.relative_to(root)}" for what, there in wants.items() if not there]
+        if f"book/exercises/{name}\n" not in (root / "_toc.yml").read_text():
+            gone.append(f"the page book/exercises/{name} in _toc.yml")
     index = root / "book" / "exercises" / "index.md"
     if index.is_file() and f"| {{doc}}`{name}` |" not in index.read_text():
         gone.append(f"a row for {name} in book/exercises/index.md's table")
+    return gone
+
+
+def missing(name, root=REPO):
+    """What of exercise ``name`` is missing from the tree at ``root``, in words ([] when whole).
+    Reads files only: every rule here is one a newly laid out exercise
+    (``python -m autograder.new_exercise``) meets."""
+    parts = _parts(root, name)
+    gone = [f"{what} ({path.relative_to(root)})" for what, path in parts.items() if not path.is_file()]
+    tests = parts["hidden tests"]
+    graded = _graded(tests) if tests.is_file() else None
+    if tests.is_file() and not graded:
+        gone.append(f"graded hidden tests (@graded) in {tests.relative_to(root)}")
+    gone += _metadata(name, root, parts["metadata"], [p for _, p in graded or []])
+    if parts["probe"].is_file() and not any(
+            isinstance(n, ast.FunctionDef) and n.name == "observe" for n in _module(parts["probe"]).body):
+        gone.append(f"observe(ns, seed) in {parts['probe'].relative_to(root)}")
+    rows = parts["requirement rows"]
+    if rows.is_file() and "REQUIREMENTS" not in _assigned(rows):
+        gone.append(f"REQUIREMENTS in {rows.relative_to(root)}")
+    gone += _samples(root, parts["samples' expected grades"])
+    gone += _notebook(name, root, parts["nbgrader source notebook"], graded)
+    gone += _page(name, root, parts["book page"])
     return gone
 
 
@@ -128,6 +217,9 @@ REMOVALS = {  # a part taken away -> the words missing() must say
     "a sample": ("autograder/exercises/{n}/hidden/samples/reference.py", "sample reference.py (listed in"),
     "source notebook": ("exercises/source/{n}/{n}.ipynb", "nbgrader source notebook (exercises/source/{n}/{n}.ipynb)"),
     "page": ("book/exercises/{n}.md", "book page (book/exercises/{n}.md)"),
+    "requirement rows": ("autograder/exercises/{n}/requirements.py",
+                         "requirement rows (autograder/exercises/{n}/requirements.py)"),
+    "a standard sample": ("autograder/exercises/{n}/hidden/samples/misnamed.py", "sample misnamed.py (listed in"),
 }
 
 
@@ -148,6 +240,8 @@ def test_an_edited_part_is_named(tmp_path):
     toc.write_text(toc.read_text().replace(f"book/exercises/{EXAMPLE}\n", "\n"))
     index = root / "book" / "exercises" / "index.md"
     index.write_text(index.read_text().replace(f"| {{doc}}`{EXAMPLE}` |", "| |"))
-    assert missing(EXAMPLE, root) == ["hidden tests worth POINTS = 11 (they add up to 10)",
+    assert missing(EXAMPLE, root) == [f"POINTS = 10 in autograder/exercises/{EXAMPLE}/__init__.py (it says 11)",
+                                      "hidden tests worth POINTS = 11 (they add up to 10)",
                                       f"the page book/exercises/{EXAMPLE} in _toc.yml",
                                       f"a row for {EXAMPLE} in book/exercises/index.md's table"]
+

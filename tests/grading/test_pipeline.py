@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from autograder import gradescope, judge, load, pipeline, results, sandbox
+from autograder import exercises, gradescope, judge, load, pipeline, results, sandbox
 from autograder.sandbox import Limits, Outcome
 from autograder.service.handler import submission_view
 from autograder.service.rows import Submission
@@ -136,8 +136,7 @@ def test_the_seed_hashes_only_the_code_that_decides_a_grade():
              for p in pipeline.grading_files()}
     for name in ("judge.py", "sandbox/learner.py", "sandbox/supervisor.py", "feedback.py"):
         assert name in files
-    for exercise in ("update_with_donate", "donation_report", "fix_training_loop",
-                     "silent_donation"):
+    for exercise in exercises.names():
         assert {f"exercises/{exercise}/hidden/tests.py", f"exercises/{exercise}/probe.py"} <= files
     assert not [f for f in files if f.startswith("service/") or "samples" in f.split("/")]
     assert "gradescope.py" not in files and "defaults.py" not in files

@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from autograder import defaults
+from autograder import defaults, exercises
 from scripts import jupyter_local
 from tests.course import BIN, REPO
 
-EXERCISES = ["update_with_donate", "donation_report", "fix_training_loop", "silent_donation"]
+EXERCISES = exercises.names()
 WRONG_SUM = '''import jax
 import jax.numpy as jnp
 

@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import exercises
 from tests.processes import free_port
 from tests.service.submissions import notebook_with
 
@@ -134,8 +135,7 @@ def test_the_submit_button_stays_under_the_pointer(site, new_service, site_port,
     page.close()
 
 
-@pytest.mark.parametrize("exercise", ["update_with_donate", "donation_report", "fix_training_loop",
-                                      "silent_donation"])
+@pytest.mark.parametrize("exercise", exercises.names())
 def test_every_exercise_page_has_a_submit_form(site, browser, exercise):
     page = browser.new_page()
     page.goto(f"{site}book/exercises/{exercise}.html")

@@ -2,15 +2,15 @@
 once: accepted, graded with its own hidden tests and written to the gradebook, with
 no restart (a restart under the hub stops every learner's server)."""
 import json
-import shutil
 import subprocess
 
+from autograder import new_exercise
 from autograder.defaults import release_argv
-from tests.course import BIN, nbgrader_env, quiet
-from tests.grading.helpers import SAMPLES, checkout, with_answer
+from tests.course import BIN, copy_tracked, nbgrader_env, quiet
+from tests.grading.helpers import checkout, with_answer
 from tests.service.running import Service, http
 
-NEW = "update_again"  # a second copy of update_with_donate, registered mid-course
+NEW = "added_mid_course"  # laid out by python -m autograder.new_exercise, registered mid-course
 
 
 def _release(root, exercise):
@@ -21,19 +21,11 @@ def _release(root, exercise):
 
 
 def _register(root):
-    """What docs/exercises.md has an instructor do (the grader's folder, the
-    source notebook, the name in NAMES), here by copying update_with_donate."""
-    shutil.copytree(root / "autograder" / "exercises" / "update_with_donate",
-                    root / "autograder" / "exercises" / NEW)
-    source = root / "exercises" / "source"
-    (source / NEW).mkdir()
-    text = (source / "update_with_donate" / "update_with_donate.ipynb").read_text()
-    text = text.replace('"grade_id": "update_with_donate"', f'"grade_id": "{NEW}"')
-    text = text.replace('check(\\"update_with_donate\\"', f'check(\\"{NEW}\\"')
-    (source / NEW / f"{NEW}.ipynb").write_text(text)
-    registry = root / "autograder" / "exercises" / "__init__.py"
-    registry.write_text(registry.read_text().replace('"silent_donation")',
-                                                     f'"silent_donation", "{NEW}")'))
+    """What docs/exercises.md has an instructor do first: lay the exercise out (every
+    part, the name in NAMES) with its placeholder task. Returns its full-marks answer."""
+    copy_tracked(root, "_toc.yml", "book/exercises", "book/lessons")  # where its page is listed
+    new_exercise.lay_out(NEW, root)
+    return (root / "autograder" / "exercises" / NEW / "hidden" / "samples" / "reference.py").read_text()
 
 
 def test_an_exercise_released_mid_course_is_graded_without_a_restart(tmp_path):
@@ -41,8 +33,7 @@ def test_an_exercise_released_mid_course_is_graded_without_a_restart(tmp_path):
     _release(root, "update_with_donate")
     service = Service(tmp_path, root / "exercises", cwd=root).start()
     try:
-        answer = (SAMPLES / "reference.py").read_text()
-        _register(root)
+        answer = _register(root)
         _release(root, NEW)
         assert NEW in http("GET", service.url + "/api/config")[2]["exercises"]
         release = json.loads((root / "exercises" / "release" / NEW / f"{NEW}.ipynb").read_text())
