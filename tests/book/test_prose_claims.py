@@ -12,6 +12,7 @@ which is generated from the records, so it needs no mark in the prose.
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -111,3 +112,77 @@ def test_every_rule_named_in_prose_is_asserted_by_a_lesson():
             named.setdefault(rule_id, page)
     unknown = {rule_id: page for rule_id, page in named.items() if rule_id not in asserted}
     assert not unknown, f"rules named in prose that no lesson asserts: {unknown}"
+
+
+# ------------------------------------------------------- a check as general as its sentence
+# A sentence that says one of these claims something of every case of a kind.
+GENERAL = re.compile(r"\b(never|always|any|every|everything|whatever|a loop|loops)\b", re.I)
+COMPREHENSION = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
+
+
+def _over_cases(condition: ast.AST, cell: ast.Module) -> bool:
+    """Whether a rule's ``condition`` observes several cases: it holds a comprehension,
+    or compares a list or tuple of two or more per-case results (or a list repeated, one
+    item per device), or the cell that asserts it runs a ``for`` loop."""
+    for node in ast.walk(condition):
+        if isinstance(node, COMPREHENSION):
+            return True
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                if isinstance(side, (ast.List, ast.Tuple)) and len(side.elts) >= 2:
+                    return True
+                if isinstance(side, ast.BinOp) and isinstance(side.op, ast.Mult) and isinstance(side.left, ast.List):
+                    return True
+    return any(isinstance(node, ast.For) for node in cell.body)
+
+
+def general_rules(source: str) -> dict[str, bool]:
+    """rule id -> whether its check runs over several cases (:func:`_over_cases`), for each
+    ``rule("id", statement, condition)`` in ``source``'s code cells."""
+    found = {}
+    for match in FENCE.finditer(FRONT.sub("", source)):
+        if match["name"] != "code-cell":
+            continue
+        code = "\n".join(line for line in match["body"].splitlines() if not line.startswith((":", "%")))
+        cell = ast.parse(code)
+        for node in ast.walk(cell):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "rule"
+                    and len(node.args) == 3 and isinstance(node.args[0], ast.Constant)):
+                found[node.args[0].value] = found.get(node.args[0].value, False) or _over_cases(node.args[2], cell)
+    return found
+
+
+def broader_than_checks(source: str, general: dict[str, bool]) -> list[str]:
+    """Sentences of ``source`` that say never/always/any/every/a loop (:data:`GENERAL`,
+    outside inline code and roles) and cite only rules checked on one case (``general``:
+    rule id -> :func:`_over_cases`, of every page)."""
+    found = []
+    for sentence in sentences(source):
+        cited = RULE_ROLE.findall(sentence)
+        words = INLINE_CODE.sub(" ", ROLE_TEXT.sub(" ", RULE_ROLE.sub(" ", sentence)))
+        if cited and GENERAL.search(words) and not any(general.get(c.strip()) for c in cited):
+            found.append(sentence)
+    return found
+
+
+def test_a_general_sentence_needs_a_check_over_cases():
+    page = ("---\nkernelspec: {}\n---\n# T\n\n```{code-cell} ipython3\n:tags: [remove-cell]\n"
+            "rule(\"one-case\", \"s\", x.is_deleted())\n"
+            "rule(\"many\", \"s\", all(y.is_deleted() for y in ys))\n"
+            "rule(\"per-leaf\", \"s\", flags == [True, False])\n```\n\n"
+            "A loop never copies its carry {rule}`one-case`. Every leaf is deleted {rule}`many`. "
+            "Each leaf is deleted {rule}`one-case`. Any leaf says so {rule}`per-leaf`.\n")
+    general = general_rules(page)
+    assert general == {"one-case": False, "many": True, "per-leaf": True}
+    assert broader_than_checks(page, general) == ["A loop never copies its carry {rule}`one-case`."]
+
+
+def test_every_general_sentence_cites_a_check_over_cases():
+    sources = {page: (REPO / "book" / f"{page}.md").read_text(encoding="utf-8") for page in PAGES}
+    general: dict[str, bool] = {}
+    for source in sources.values():
+        for rule_id, over_cases in general_rules(source).items():
+            general[rule_id] = general.get(rule_id, False) or over_cases
+    broad = {page: found for page, source in sources.items() if (found := broader_than_checks(source, general))}
+    assert not broad, ("sentences that say never/always/any/every/a loop but cite only rules checked on "
+                       f"one case (check over the cases that could break it, or narrow the sentence): {broad}")
