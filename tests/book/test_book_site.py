@@ -236,7 +236,7 @@ def test_lessons_show_the_expected_live_errors_and_warning(built_site):
 
 
 RULES_SECTION = re.compile(r'<section id="what-this-page-asserts">(.*?)</section>', re.S)
-RULE_ITEM = re.compile(r"<li>(.*?)</li>", re.S)
+RULE_ITEM = re.compile(r"<li\b[^>]*>(.*?)</li>", re.S)
 
 
 def _text(fragment: str) -> str:
