@@ -362,12 +362,12 @@ def committed_observation(report_path: Path = LAST_REPORT) -> dict:
     (its ``old`` side: each rule's status, each glued value), for making a report where
     the site is not built here; the samples from their ``expected.json``."""
     report = json.loads(report_path.read_text())
-    rules = [{"id": r["id"], "page": r["where"], "jax": report["old_jax"], "held": r["old"] == "holds",
+    rules = [{"id": r["id"], "page": drift_compare.current_page(r), "jax": report["old_jax"], "held": r["old"] == "holds",
               "prose": r.get("prose", [])} for r in report["rows"] if r["kind"] == "rule" and r["old"] != "not asserted"]
     glue = {}
     for r in report["rows"]:
         if r["kind"] == "glue":
-            glue.setdefault(r["where"], {})[r["id"]] = r["old"]
+            glue.setdefault(drift_compare.current_page(r), {})[r["id"]] = r["old"]
     samples = {}
     for expected in sorted(SAMPLES.glob("*/hidden/samples/expected.json")):
         for name, want in json.loads(expected.read_text()).items():

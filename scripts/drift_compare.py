@@ -16,6 +16,11 @@ the command and its tests run anywhere.
 """
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
+from autograder.defaults import CHECKOUT
+
 SAME, CHANGED, FAILED = "same", "changed", "failed"
 # A glued value that is the version itself (the JAX or Python a page ran on): it must
 # differ, so it is shown but is no drift.
@@ -195,12 +200,42 @@ def on_gpu(report):
     return accelerator(report) == "gpu"
 
 
+# Lessons split into several pages since a report was made: the old page -> the pages that
+# took some of its rules and glued values, under the same ids. A report made before the
+# split names the old page in every row; :func:`current_page` gives each row the page that
+# asserts (or glues) it now.
+SPLIT_PAGES = {"book/lessons/sharded_state": ("book/lessons/sharded_device_put",
+                                              "book/lessons/sharded_optax")}
+# how a page's source names a rule it asserts and a value it glues, by row kind
+NAMED_IN_SOURCE = {"rule": re.compile(r"""\brule\(\s*["']([a-z0-9-]+)["']"""),
+                   "glue": re.compile(r"""\bglue\(\s*["']([\w-]+)["']""")}
+
+
+@lru_cache(None)
+def named_in_source(page, kind):
+    """The ids of ``kind`` ("rule" or "glue") page ``page`` (a docname) asserts or glues,
+    read from its MyST source; an empty set when the page has no source here."""
+    source = CHECKOUT / f"{page}.md"
+    if kind not in NAMED_IN_SOURCE or not source.is_file():
+        return frozenset()
+    return frozenset(NAMED_IN_SOURCE[kind].findall(source.read_text(encoding="utf-8")))
+
+
+def current_page(row):
+    """The page that holds report row ``row``'s rule or glued value now: its ``where``,
+    or, for a page since split (:data:`SPLIT_PAGES`), the new page whose source names the id."""
+    for page in SPLIT_PAGES.get(row["where"], ()):
+        if row["id"] in named_in_source(page, row["kind"]):
+            return page
+    return row["where"]
+
+
 def page_summary(report, page):
     """One sentence for lesson ``page`` from a saved report (``{"old_jax", "new_jax",
     "python", "date", "rows"}``, and ``platform``, ``device_kind`` where it recorded
     them): on which JAX, and on an accelerator which device, its rules were checked, and
     how they fared. ``""`` when the report has no rule of the page."""
-    rules = [r for r in report["rows"] if r["kind"] == "rule" and r["where"] == page]
+    rules = [r for r in report["rows"] if r["kind"] == "rule" and current_page(r) == page]
     if not rules:
         return ""
     held = sum(r["status"] == SAME and r["old"] == "holds" for r in rules)

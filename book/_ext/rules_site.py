@@ -11,7 +11,7 @@ The build fails when a lesson published no records or its page does not show the
 list, so no lesson can state rules that were not checked by the helper.
 
 Prose is bound to the rules too: ``{rule}`id``` after a sentence names the rule that
-checks it (shown as a link to the list that states it); the build fails when no page
+checks it (shown as a small check mark linking to the item of the list that states it); the build fails when no page
 asserted that id, or when it did not hold. ``{explanation}`text``` and an
 ``{explanation}`` block mark what no check can carry (shown as an explanation);
 tests/book/test_prose_claims.py holds every behaviour sentence to one of the two.
@@ -182,20 +182,48 @@ def rule_named(known: dict[str, dict], rule_id: str, docname: str) -> dict:
     return row
 
 
+RULE_ANCHOR = "rule-"  # + the rule's id: the list item that states it
+CHECK_MARK = "\u2713"
+
+
+def rule_anchor(rule_id: str) -> str:
+    """The HTML id of the item that states rule ``rule_id`` in its page's list."""
+    return RULE_ANCHOR + rule_id
+
+
 def resolve_rule_refs(app: Sphinx, doctree, docname: str) -> None:
-    """Each ``{rule}`id``` becomes a link to the list that states the rule; an id no
-    page asserted, or a rule recorded as not holding, fails the build."""
+    """Each ``{rule}`id``` becomes a small check mark after its sentence, a link to the
+    item of the list that states the rule (its id and statement in the link's title and
+    accessible name), so the prose reads without the ids and an auditor still reaches
+    each sentence's check; an id no page asserted, or a rule recorded as not holding,
+    fails the build."""
     refs = list(doctree.findall(rule_ref))
     if not refs:
         return
     known = all_records(app)
     for ref in refs:
         row = rule_named(known, ref["rule_id"], docname)
-        uri = app.builder.get_relative_uri(docname, row["page"]) + "#" + SECTION_ID
+        uri = app.builder.get_relative_uri(docname, row["page"]) + "#" + rule_anchor(ref["rule_id"])
         link = nodes.reference("", "", refuri=uri, classes=["course-rule-link"],
-                               reftitle=f"checked while this page was built: {row['statement']}")
-        link += nodes.literal(ref["rule_id"], ref["rule_id"])
+                               reftitle=f"checked while this page was built: {ref['rule_id']}: {row['statement']}")
+        link += nodes.inline("", CHECK_MARK, classes=["course-rule-mark"])
+        link += nodes.inline("", ref["rule_id"], classes=["course-rule-id"])  # read out, not shown
         ref.replace_self(nodes.inline("", "", link, classes=["course-rule"]))
+
+
+def anchor_rule_items(app: Sphinx, doctree, docname: str) -> None:
+    """Each item of the page's "What this page asserts" list gets the id
+    :func:`rule_anchor` of the rule it states (the item starts with the id, in code),
+    so a check mark in the prose leads to its own rule."""
+    if not asserts_rules(docname):
+        return
+    for section in doctree.findall(nodes.section):
+        if SECTION_ID not in section["ids"]:
+            continue
+        for item in section.findall(nodes.list_item):
+            first = next(iter(item.findall(nodes.literal)), None)
+            if first is not None:
+                item["ids"].append(rule_anchor(first.astext()))
 
 
 RULE_ROLE = re.compile(r"\{rule\}`([^`]+)`")
@@ -240,6 +268,7 @@ def setup(app: Sphinx) -> dict:
     app.add_role("explanation", explanation_role)
     app.add_directive("explanation", Explanation)
     app.connect("doctree-resolved", resolve_rule_refs)
+    app.connect("doctree-resolved", anchor_rule_items)
     app.connect("doctree-resolved", add_drift_sentence)
     app.connect("build-finished", write_records)
     # Pages are re-read when this extension changes (so each notes the report as a dependency).

@@ -244,7 +244,7 @@ def test_lessons_show_the_expected_live_errors_and_warning(built_site):
 
 
 RULES_SECTION = re.compile(r'<section id="what-this-page-asserts">(.*?)</section>', re.S)
-RULE_ITEM = re.compile(r"<li>(.*?)</li>", re.S)
+RULE_ITEM = re.compile(r"<li\b[^>]*>(.*?)</li>", re.S)
 
 
 def _text(fragment: str) -> str:
@@ -301,3 +301,24 @@ def test_the_core_path_s_reading_time_is_counted_from_its_lessons(built_site):
                 if c.cell_type == "markdown")
     text = re.sub(r"<[^>]+>", "", (built_site / "book" / "intro.html").read_text(encoding="utf-8"))
     assert re.search(rf"prose is\s+{words}\s+words, about\s+{round(words / 200)}\s+minutes", text), words
+
+
+RULE_LINK = re.compile(r'<a class="[^"]*course-rule-link[^"]*" href="([^"]*)"[^>]*>(.*?)</a>', re.S)
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_each_check_mark_is_small_and_leads_to_its_own_rule(built_site, lesson):
+    """A sentence's check shows as one mark, not its rule's id, and links to the item of
+    the list that states that very rule (each {rule} of the source, in order)."""
+    path = built_site / "book" / "lessons" / f"{lesson}.html"
+    source = (REPO / "book" / "lessons" / f"{lesson}.md").read_text(encoding="utf-8")
+    cited = [rule_id.strip() for rule_id in re.findall(r"\{rule\}`([^`]+)`", source)]
+    found = RULE_LINK.findall(path.read_text(encoding="utf-8"))
+    assert len(found) == len(cited), (lesson, len(found), len(cited))
+    for (href, inner), rule_id in zip(found, cited):
+        assert re.search(r'class="course-rule-mark">\u2713</span>', inner), inner
+        assert re.search(rf'class="course-rule-id">{re.escape(rule_id)}</span>', inner), inner
+        target_page, _, anchor = href.partition("#")
+        assert anchor == f"rule-{rule_id}", href
+        target = resolve(path, target_page) if target_page else path
+        assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), (lesson, href)

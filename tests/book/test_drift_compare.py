@@ -116,3 +116,37 @@ def test_the_committed_report_has_no_unknown_difference():
         if row["status"] in ("changed", "failed"):
             assert any(line.startswith(f"{row['kind']:6} {row['where']} {row['id']}: ") and "; known: " in line
                        for line in lines), row
+
+
+# ------------------------------------------------------------ a lesson split into pages
+def test_a_split_page_hands_each_row_to_the_page_that_now_names_it():
+    old = "book/lessons/sharded_state"
+    moved = {"device-put-reorder-consumes": "book/lessons/sharded_device_put",
+             "opt-alias-is-state": "book/lessons/sharded_optax",
+             "alias-is-per-device": old}
+    for rule_id, page in moved.items():
+        assert drift_compare.current_page({"kind": "rule", "where": old, "id": rule_id}) == page
+    glued = {"kind": "glue", "where": old, "id": "opt_alias_bytes"}
+    assert drift_compare.current_page(glued) == "book/lessons/sharded_optax"
+    # the same id on a page that was not split stays there
+    other = {"kind": "rule", "where": "book/lessons/lifetimes", "id": "cpu-no-memory-stats"}
+    assert drift_compare.current_page(other) == "book/lessons/lifetimes"
+
+
+def test_every_row_of_the_committed_reports_maps_to_a_page_that_names_it():
+    """No rule or glued value of a committed drift report (the last one, a TPU's or a
+    GPU's) is lost when pages are split or renamed: each row's page, read through
+    current_page, still asserts the rule or glues the value under the same id, until the
+    report is made again."""
+    import json
+
+    from tests.course import REPO
+
+    for name in ("drift_report.json", "drift_report_tpu.json", "drift_report_gpu.json"):
+        path = REPO / "book" / name
+        if not path.is_file():
+            continue
+        lost = [(r["where"], r["id"]) for r in json.loads(path.read_text())["rows"]
+                if r["kind"] in ("rule", "glue") and r.get("old") != "not asserted"
+                and r["id"] not in drift_compare.named_in_source(drift_compare.current_page(r), r["kind"])]
+        assert not lost, f"{name}: rows whose page no longer names them: {lost}"

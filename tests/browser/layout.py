@@ -5,7 +5,9 @@ already open at one width: each rule applies at the widths where a reader meets 
   tablet (``CODE_FITS_FROM`` px and wider), on the lesson pages;
 * a table's frame is as wide as its rows, at every width;
 * on a phone (narrower than ``PHONE_BELOW`` px) an identifier in a table or a sentence
-  is never broken in the middle.
+  is never broken in the middle;
+* a sentence's check mark (book/_ext/rules_site.py) is one small raised mark, at every
+  width: no wider than ``MARK_PX`` and no taller than the line, its rule's id not printed.
 
 :func:`layout_problems` is called by ``test_pages`` on the views it opens anyway (1280 px
 and 390 px) and by ``test_layout`` at the tablet widths, so each page is loaded once per
@@ -36,6 +38,14 @@ BROKEN_IDENTIFIERS = """() => [...document.querySelectorAll('.bd-article code.li
     .map(c => c.innerText.trim())"""
 
 
+MARK_PX = 20  # px: a check mark in a sentence, at most (a printed rule id took 150 and more)
+# Check marks that break the reading: [rule id, width px, height px, line height px].
+LARGE_MARKS = """(most) => [...document.querySelectorAll('.bd-article a.course-rule-link')]
+    .map(a => [a.querySelector('.course-rule-id').textContent, a.getBoundingClientRect().width,
+               a.getBoundingClientRect().height, parseFloat(getComputedStyle(a.closest('p, li') || a).lineHeight)])
+    .filter(([, w, h, line]) => w > most || h > line)"""
+
+
 def sideways_overflow(page, width: int) -> int:
     """How many px ``page`` scrolls sideways in a viewport ``width`` px wide (0 or less: none).
     Against the width asked for: a phone browser widens its layout viewport
@@ -52,6 +62,8 @@ def layout_problems(page, page_name: str, width: int) -> list[str]:
                   for kind, line in page.evaluate(SCROLLING_PRES)]
     found += [f"{page_name} at {width}px: the table under {head!r} is framed {frame:.0f}px wide "
               f"around {rows:.0f}px of rows" for head, frame, rows in page.evaluate(FRAMES_WIDER_THAN_ROWS)]
+    found += [f"{page_name} at {width}px: the check mark of {rule} is {w:.0f}x{h:.0f}px (line {line:.0f}px)"
+              for rule, w, h, line in page.evaluate(LARGE_MARKS, MARK_PX)]
     if width < PHONE_BELOW:
         found += [f"{page_name} at {width}px: `{name}` is broken across two lines"
                   for name in page.evaluate(BROKEN_IDENTIFIERS)]
