@@ -24,7 +24,7 @@ import pytest
 
 from autograder import defaults
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
-from tests.hub.accounts import add_account, remove_account
+from tests.hub.accounts import more_learners
 from tests.hub.running import Signed
 from tests.hub.test_attacks import start_server, stop_server
 from tests.hub.test_limits import classmate_seconds
@@ -40,14 +40,10 @@ KINDS = ("grader-token", "grader-bearer", "hub-api-token", "server-url-token",
 def eve(hub, accounts):
     """A learner of her own (no connection another test left counts against her), signed in,
     her server running: ``(Signed, server model)``."""
-    _, groups = accounts
-    account = add_account(f"eve{secrets.token_hex(3)}", groups["learners"])
-    try:
+    with more_learners(accounts, 1) as (account,):
         signed = Signed(hub, account)
         yield signed, start_server(signed)
         stop_server(signed)
-    finally:
-        remove_account(account)
 
 
 def _request(hub, server, name, token, kind):
