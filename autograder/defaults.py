@@ -119,6 +119,16 @@ the processor equally when it is busy."""
 HUB_HOME_MIB = 1024
 """Size of each learner's home, in MiB (a file system of its own, see
 ``deploy/hub/learner_disk.py``; 0: the home as the system made it, unbounded)."""
+HUB_MAX_HELD_PER_LEARNER = 64
+"""Requests and websockets the hub's proxy holds at once for one person (the owner of the
+hub token a request carries, whatever it is sent to); more are answered 429 at once.
+JupyterLab holds one websocket per open notebook's kernel and per terminal, one for its
+event stream, and at most 6 requests at once (a browser's limit per origin): ten
+notebooks and five terminals are about 22, the course pages a few more."""
+HUB_MAX_HELD_ANONYMOUS = 1024
+"""Requests and websockets the hub's proxy holds at once that carry no hub token it knows
+(sign-in, pages signed in by cookie), all together; when full, a newcomer ends the
+oldest held longer than 2 s, else it is answered 503."""
 
 RECORDED_RULES = ("best", "latest")
 RECORDED = "best"
@@ -258,6 +268,12 @@ SETTINGS = (
     Setting("HUB_HOME_MIB", HUB_HOME_MIB, "MiB of each learner's home, a file system of its "
             "own (0: unbounded, the home as the system made it)", env=("HUB_HOME_MIB",),
             parse=int),
+    Setting("HUB_MAX_HELD_PER_LEARNER", HUB_MAX_HELD_PER_LEARNER, "requests and websockets "
+            "the hub's proxy holds at once for one person, by her hub token (more: 429 at "
+            "once)", env=("HUB_MAX_HELD_PER_LEARNER",), parse=int),
+    Setting("HUB_MAX_HELD_ANONYMOUS", HUB_MAX_HELD_ANONYMOUS, "requests and websockets the "
+            "hub's proxy holds at once without a hub token it knows, all together",
+            env=("HUB_MAX_HELD_ANONYMOUS",), parse=int),
     Setting("HUB_AUTH", "pam", "how people sign in to the hub (make hub): 'pam' with an "
             "account of the machine; 'lti' by a launch from the LMS (LTI_ISSUER, "
             "LTI_CLIENT_ID, LTI_AUTHORIZE_URL, LTI_JWKS_URL, LTI_DEPLOYMENT_ID), each member "

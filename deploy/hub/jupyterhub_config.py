@@ -84,6 +84,12 @@ c.JupyterHub.hub_port = int(setting("HUB_API_PORT"))
 c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.ConfigurableHTTPProxy.command = proxy.command()  # configurable-http-proxy, kept alive to servers
+# the proxy (started with the hub's environment) caps what it holds per person, asking the
+# hub whose each token is (proxy_keepalive.mjs); on a real domain it reads __Host- cookies only
+os.environ.update(HUB_MAX_HELD_PER_LEARNER=str(int(setting("HUB_MAX_HELD_PER_LEARNER"))),
+                  HUB_MAX_HELD_ANONYMOUS=str(int(setting("HUB_MAX_HELD_ANONYMOUS"))),
+                  COURSE_PROXY_WHOAMI=f"http://127.0.0.1:{setting('HUB_API_PORT')}/hub/api/user",
+                  COURSE_PROXY_COOKIE_PREFIX="__Host-" if REAL_DOMAIN else "")
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setting('PROXY_API_PORT')}"
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 c.JupyterHub.proxy_class = proxy.CourseProxy  # signals a leftover proxy only if it is ours

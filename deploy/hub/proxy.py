@@ -2,7 +2,10 @@
 with ``proxy_keepalive.mjs`` loaded first, so that requests to learners' servers (on UNIX
 sockets) keep their connection open instead of closing it after each answer, where
 Node's HTTP client can fail a request the server answered with EPIPE and the proxy
-answers 503 (the reason is in that file). :class:`CourseProxy` is JupyterHub's
+answers 503 (the reason is in that file); the same file caps what the proxy holds at
+once per person, by whose hub token each request carries (``HUB_MAX_HELD_PER_LEARNER``,
+``HUB_MAX_HELD_ANONYMOUS``, passed through the hub's environment by
+``jupyterhub_config.py``). :class:`CourseProxy` is JupyterHub's
 proxy class, signalling a leftover proxy only when it is the one the hub started."""
 from __future__ import annotations
 
