@@ -12,7 +12,12 @@ every 0.3 s. At the end it prints the run's wall-clock seconds, the CPU-seconds 
 processes that ended meanwhile, grouped by kind (a process whose command line was not
 read, such as a learner's process forked from the zygote, takes its nearest known
 ancestor's), and the bound that follows: those CPU-seconds over the cores, the fewest
-seconds the same work could take on this machine with nothing waiting. Needs root; the
+seconds the same work could take on this machine with nothing waiting. Accounting sees
+every process of the machine: on a machine shared with other work, the line "of which the
+command's own" counts only the processes descended from the command (each process's parent
+from its record, or as the sampler first saw it, so that one which left its parent, such as
+a daemon, still counts, unless it left within the sampler's 0.3 s, as a double fork does);
+the kinds are the command's own. Needs root; the
 machine has one accounting file at a time, and accounting is off again at the end. The
 kernel stops accounting while less than 2 % of that disk is free (`/proc/sys/kernel/acct`):
 the counts are then short.
@@ -73,12 +78,14 @@ def records(path):
 
 
 class CommandLines(threading.Thread):
-    """Reads every new process's command line every 0.3 s until stopped: ``seen[pid]``
-    is a list of ``(time, command line)`` (pids are reused; parents come from the records)."""
+    """Reads every new process's command line and parent every 0.3 s until stopped:
+    ``seen[pid]`` is a list of ``(time, command line)`` and ``parents[pid]`` one of
+    ``(time, parent's pid)`` (pids are reused; a record's own parent is its parent at exit)."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.seen, self.stopped = collections.defaultdict(list), threading.Event()
+        self.parents = collections.defaultdict(list)
 
     def run(self):
         known = set()
@@ -93,7 +100,17 @@ class CommandLines(threading.Thread):
                     continue
                 if line:
                     self.seen[int(pid)].append((now, line.decode(errors="replace").strip()))
+                try:  # /proc/PID/stat: "pid (comm) state ppid ...", comm may hold spaces
+                    ppid = int(Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+                self.parents[int(pid)].append((now, ppid))
             known = pids
+
+    def parent(self, pid, start, end):
+        """The parent ``pid`` had when first seen while it ran from start to end, or None."""
+        return next((ppid for when, ppid in self.parents.get(pid, ())
+                     if start - 1 <= when <= end + 1), None)
 
     def at(self, pid, start, end):
         """The command line of ``pid`` as seen while it ran from start to end, or None."""
@@ -122,6 +139,34 @@ def kind_of(record, lines, by_pid):
     return "other"
 
 
+def own(ended, lines, by_pid, root):
+    """The records of ``ended`` whose process descends from the pid ``root``."""
+    memo = {}
+
+    def descends(record, depth=0):
+        key = record[:3]
+        if key not in memo:
+            memo[key] = False
+            pid, ppid, start, end, _ = record
+            found = False
+            for parent_pid in {ppid, lines.parent(pid, start, end)} - {None, 0, 1}:
+                if parent_pid == root:
+                    found = True
+                    break
+                parent = next((r for r in by_pid.get(parent_pid, ())
+                               if r[2] - 1 <= start <= r[3] + 1), None)
+                if parent is not None and depth < 200 and descends(parent, depth + 1):
+                    found = True
+                    break
+                if parent is None and lines.parent(parent_pid, start, start) == root:
+                    found = True
+                    break
+            memo[key] = found
+        return memo[key]
+
+    return [r for r in ended if r[0] == root or descends(r)]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", nargs="*", default=["make", "test"])
@@ -134,7 +179,8 @@ def main():
         accounting(file)
         start = time.time()
         try:
-            code = subprocess.call(args.command)
+            command = subprocess.Popen(args.command)
+            code = command.wait()
         finally:
             accounting(None)
             lines.stopped.set()
@@ -144,6 +190,8 @@ def main():
     by_pid = collections.defaultdict(list)
     for r in ended:
         by_pid[r[0]].append(r)
+    everyone = sum(r[4] for r in ended)
+    ended = own(ended, lines, by_pid, command.pid)
     cpu, count = collections.Counter(), collections.Counter()
     for r in ended:
         kind = kind_of(r, lines, by_pid)
@@ -153,8 +201,9 @@ def main():
     print(f"# benchmarks/suite_cpu.py on {cores} cores, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(start))}: {' '.join(args.command)} "
           f"(exit {code})")
-    print(f"wall {wall:.0f} s; CPU of the {len(ended)} processes that ended in it: {total:.0f} s "
-          f"= {total / (cores * wall):.0%} of the {cores} cores' time")
+    print(f"wall {wall:.0f} s; CPU of the processes that ended in it: {everyone:.0f} s = "
+          f"{everyone / (cores * wall):.0%} of the {cores} cores' time, of which the command's "
+          f"own ({len(ended)} processes): {total:.0f} s = {total / (cores * wall):.0%}")
     for kind, seconds in cpu.most_common():
         print(f"  {seconds:7.1f} s  {count[kind]:6d} processes  {kind}")
     print(f"the same work needs at least {total / cores:.0f} s on {cores} cores "

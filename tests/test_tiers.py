@@ -1,5 +1,6 @@
 """tests/tiers.py names only what exists: a fixture or test renamed without it would
 silently drop its slow tier, and the fast tier would start a build or a server."""
+import ast
 import importlib
 
 import pytest
@@ -30,6 +31,11 @@ def test_each_tier_is_declared(pytestconfig):
 
 @pytest.mark.parametrize("nodeid,group", [
     ("tests/hub/test_identity.py::test_unsigned_requests_are_refused", "course-hub"),
+    ("tests/hub/test_lti_launch.py::test_a_bad_launch_signs_nobody_in_and_says_why[x]",
+     "course-hub-own"),
+    ("tests/hub/test_proxy_pid.py::test_a_hub_stops_its_leftover_proxy", "course-hub-own"),
+    ("tests/hub/test_proxy.py::test_the_proxy_keeps_connections", "course-hub-own"),
+    ("tests/hub/test_proxy_cap.py::test_x", "course-hub"),
     ("tests/book/test_serve.py::test_every_printed_url_answers[a::b]", "course-site"),
     ("tests/service/test_browser.py::test_submit_from_the_exercise_page", "course-site"),
     ("tests/book/test_drift.py::test_the_committed_drift_report_was_made_from_this_checkouts_"
@@ -84,3 +90,17 @@ def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_module
         "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]",
         "cli-samples", "tests/service/test_api.py",
         "tests/service/test_restart.py", "tests/grading/test_golden.py"]
+
+
+@pytest.mark.parametrize("module", tiers.OWN_HUBS)
+def test_the_own_hubs_group_starts_no_shared_hub(module):
+    """A module in ``course-hub-own`` whose tests or fixtures asked for the package's ``hub``
+    (or ``sign_in``, which signs in to it) would start that hub a second time, on another
+    worker."""
+    path = REPO / "tests" / "hub" / (module if module.endswith(".py") else module + ".py")
+    assert path.exists(), f"tests/tiers.py: OWN_HUBS names no {path.name}"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef) and (node.name.startswith("test_") or any(
+                "fixture" in ast.unparse(d) for d in node.decorator_list)):
+            asked = {a.arg for a in node.args.args} & {"hub", "sign_in"}
+            assert not asked, f"{path.name}: {node.name} asks for {asked}"

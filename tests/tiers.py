@@ -144,12 +144,19 @@ def mark(config, items, pytest) -> None:
 # stops (mark) when a test of those tiers lives anywhere else.
 SITE_NODES = ("tests/book/", "tests/browser/", "tests/hub/", "tests/service/test_browser.py")
 SITE_TIERS = {"book", "hub"}
-# The hub's tests are a group of their own (one hub per package: tests/hub/conftest.py),
-# beside the book's and the browser's: their make hub brings the built site up to date,
-# which writes only files whose bytes changed, each by a rename (book/_ext, scripts/),
-# so a page another worker is reading is never half written.
-SITE_GROUPS = {"tests/hub/": "course-hub"}
-SITE = ("course-site", *SITE_GROUPS.values())
+# The hub's tests are two groups of their own, beside the book's and the browser's: their
+# make hub brings the built site up to date, which writes only files whose bytes changed,
+# each by a rename (book/_ext, scripts/), so a page another worker is reading is never half
+# written. A package fixture is made once per worker (tests/hub/conftest.py), so the
+# modules that use the shared ``hub`` stay in ``course-hub``, and a new module goes there;
+# ``course-hub-own`` holds those with a hub of their own (LTI, a domain, small limits, an
+# API-only grader, a course that changes) or none, on another worker at the same time.
+OWN_HUBS = ("test_api_only", "test_cookie_tossing", "test_course_changes", "test_learner_disk",
+            "test_limits", "test_lti_class", "test_lti_drop", "test_lti_launch", "test_pipes",
+            "test_proxy.py", "test_proxy_pid")
+SITE_GROUPS = {**{f"tests/hub/{m}": "course-hub-own" for m in OWN_HUBS},
+               "tests/hub/": "course-hub"}
+SITE = ("course-site", *dict.fromkeys(SITE_GROUPS.values()))
 # Tests that read what one session fixture graded, from several modules, share a worker
 # (node id prefix -> group): the command line's run over each corpus (tests/grading/conftest.py).
 SHARED = {
