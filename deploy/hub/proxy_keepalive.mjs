@@ -91,22 +91,22 @@ function tokenOf(req) {
 
 function ask(token) {
   return new Promise((resolve) => {
-    const asked = http.get(HUB_API, { headers: { Authorization: `token ${token}` }, timeout: 10000 },
-      (reply) => {
-        let body = "";
-        reply.setEncoding("utf8");
-        reply.on("data", (chunk) => { body += chunk.slice(0, 65536); });
-        reply.on("end", () => {
-          if (reply.statusCode === 200) {
-            try {
-              const model = JSON.parse(body);
-              return resolve({ name: `${model.kind || "user"}:${model.name}`, ms: KNOWN_MS });
-            } catch { /* not the hub's answer: nobody's, not remembered */ }
-          }
-          // the hub says it is no token (403): remembered briefly; any other fault: not at all
-          resolve({ name: null, ms: reply.statusCode === 403 ? KNOWN_MS / 10 : 0 });
-        });
+    const options = { headers: { Authorization: `token ${token}` }, timeout: 10000 };
+    const asked = http.get(HUB_API, options, (reply) => {
+      let body = "";
+      reply.setEncoding("utf8");
+      reply.on("data", (chunk) => { if (body.length < 65536) body += chunk; }); // a user model
+      reply.on("end", () => {
+        if (reply.statusCode === 200) {
+          try {
+            const model = JSON.parse(body);
+            return resolve({ name: `${model.kind || "user"}:${model.name}`, ms: KNOWN_MS });
+          } catch { /* not the hub's answer: nobody's, not remembered */ }
+        }
+        // the hub says it is no token (403): remembered briefly; any other fault: not at all
+        resolve({ name: null, ms: reply.statusCode === 403 ? KNOWN_MS / 10 : 0 });
       });
+    });
     asked.on("timeout", () => asked.destroy());
     asked.on("error", () => resolve({ name: null, ms: 0 }));
   });
