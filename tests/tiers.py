@@ -42,6 +42,7 @@ FIXTURES = {
 NODES = {
     "tests/hub/": {"hub"},
     "tests/ci/": {"ci"},  # .ci/run in a private mount namespace (root, unshare)
+    "tests/grading/test_cgroup_v2_vm.py": {"vm"},  # QEMU: a cgroup v2 only kernel
     "tests/book/test_book_build.py": {"book"},  # builds small books of its own
     "tests/book/test_serve.py::test_every_printed_url": {"service"},
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},

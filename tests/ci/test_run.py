@@ -51,6 +51,18 @@ def test_only_chromium_is_installed_when_only_chromium_is_missing(tmp_path):
                      "make test"]
 
 
+def test_only_qemu_is_installed_when_only_qemu_is_missing(tmp_path):
+    calls = run_ci(tmp_path, hidden=["/usr/bin/qemu-system-x86_64"])
+    assert calls == ["apt-get update", "apt-get install -y --no-install-recommends qemu-system-x86",
+                     "make test"]
+
+
+def test_a_static_busybox_is_installed_when_busybox_is_missing(tmp_path):
+    calls = run_ci(tmp_path, hidden=["/usr/bin/busybox"])
+    assert calls == ["apt-get update", "apt-get install -y --no-install-recommends busybox-static",
+                     "make test"]
+
+
 @pytest.mark.skipif(NPM is None, reason="no npm on this machine to hide")
 def test_only_npm_is_installed_when_only_npm_is_missing(tmp_path):
     calls = run_ci(tmp_path, hidden=[os.path.dirname(os.path.realpath(NPM))])
