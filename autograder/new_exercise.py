@@ -215,8 +215,9 @@ def main(argv=None):
     p.add_argument("--practises", help="the index table's 'Practises' cell (default: a TODO)")
     p.add_argument("--cells", action="store_true",
                    help="only write the source notebook's graded cells again from the hidden tests")
-    p.add_argument("--root", type=Path, default=CHECKOUT, help=argparse.SUPPRESS)
+    p.add_argument("--root", help="the course checkout to write into (default: this one)")
     args = p.parse_args(argv)
+    args.root = Path(args.root) if args.root else CHECKOUT
     try:
         if args.cells:
             print(f"wrote {write_graded_cells(args.name, args.root).relative_to(args.root)}")
