@@ -12,6 +12,7 @@ import csv
 import io
 import re
 import secrets
+import sqlite3
 import subprocess
 import sys
 import time
@@ -92,6 +93,32 @@ def test_the_learners_group_is_the_class_on_every_view_before_anyone_signs_in(
             assert seen["page"][name] == "never signed in"
             assert name in seen["csv"] and name in seen["export"]
         assert accounts[0]["ins"].name not in seen["api"]
+
+
+def _enrolment_ran(hub, accounts):
+    """Return once the grading service's enrolment (every :data:`roster.ENROL_S`) has read
+    the class again: a learner added to the group now is in nbgrader's gradebook (read
+    directly, as the enrolment writes it). Fails after ``ENROL_S`` and a tenth of
+    ``WAIT_S``; the added learner (no home, never signed in) is removed again."""
+    name = f"n{time.time_ns() % 10**7:07d}"
+    run("useradd", "-M", "-g", accounts[1]["learners"], name)
+    try:
+        gradebook = Path(hub.env["GRADER_COURSE"]) / "gradebook.db"
+        deadline = time.monotonic() + roster.ENROL_S + WAIT_S / 10
+        while name not in _gradebook_students(gradebook):
+            assert time.monotonic() < deadline, "the class was not read again"
+            time.sleep(0.5)
+    finally:
+        remove_account(Account(name, ""))
+
+
+def _gradebook_students(path):
+    """The student ids in nbgrader's gradebook at ``path`` (a set; read-only)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    try:
+        return {name for (name,) in db.execute("SELECT id FROM student")}
+    finally:
+        db.close()
 
 
 def _submitted(hub, learner):
@@ -232,7 +259,7 @@ def test_a_dropped_learner_is_refused_at_once_and_every_view_agrees(hub, account
         assert eve.name not in hub_users(hub)
 
         withdrawn = kind == "--keep-grades"
-        time.sleep(roster.ENROL_S + 6)  # the service's enrolment had its chance to undo it
+        _enrolment_ran(hub, accounts)  # the service's enrolment had its chance to undo it
         seen = views(hub, ins, tmp_path)
         if withdrawn:
             assert seen["api"][eve.name]["withdrawn"] is True

@@ -59,8 +59,12 @@ def test_a_hub_stops_its_leftover_proxy_and_signals_no_other_process(tmp_path):
     ports = [free_port(), free_port(), free_port()]
     pid_file = tmp_path / "state" / "proxy.pid"
     first = _start(tmp_path, ports)
-    left = json.loads(pid_file.read_text())
-    assert left == proxy.identity(left["pid"]) and pid_file.stat().st_mode & 0o777 == 0o600
+    try:
+        left = json.loads(pid_file.read_text())
+        assert left == proxy.identity(left["pid"]) and pid_file.stat().st_mode & 0o777 == 0o600
+    except BaseException:
+        stop_process(first)  # and its proxy: nothing of a failed test runs on
+        raise
     first.send_signal(signal.SIGKILL)  # the hub dies; its proxy runs on
     first.wait()
     assert _alive(left["pid"])
