@@ -14,6 +14,7 @@ import os
 import select
 import shutil
 import signal
+import time
 from pathlib import Path
 
 from jupyterhub.proxy import ConfigurableHTTPProxy
@@ -53,11 +54,22 @@ class CourseProxy(ConfigurableHTTPProxy):
     process has that number now."""
 
     def _write_pid_file(self):
-        record = identity(self.proxy_process.pid) or {"pid": self.proxy_process.pid}
+        record = self._exec_identity(self.proxy_process.pid)
         tmp = f"{self.pid_file}.{os.getpid()}.tmp"
         with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
             json.dump(record, out)
         os.replace(tmp, self.pid_file)
+
+    def _exec_identity(self, pid: int, wait_s: float = 5.0) -> dict:
+        """:func:`identity` of the proxy once its command shows in ``/proc`` (seen empty
+        under load: read between the fork and the exec, or from a proxy already ended),
+        polled for up to ``wait_s`` seconds; what it is then, or ``{"pid"}`` alone."""
+        cmd, deadline = list(self.command), time.monotonic() + wait_s
+        record = identity(pid)
+        while record and record["cmdline"][:len(cmd)] != cmd and time.monotonic() < deadline:
+            time.sleep(0.02)
+            record = identity(pid)
+        return record or {"pid": pid}
 
     def _started_by_us(self, record) -> bool:
         """Whether ``record`` (the pid file's) names a live proxy of this command."""
