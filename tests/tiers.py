@@ -23,6 +23,7 @@ FIXTURES = {
     "tests.grading.conftest.cli_runs": {"grader"},
     "tests.grading.test_agreement.graded": {"grader", "nbgrader"},
     "tests.grading.test_exercises.graded": {"grader"},
+    "tests.grading.test_variants.graded": {"grader"},
     "tests.grading.test_samples.autograded": {"nbgrader"},
     "tests.service.test_roster.made_gradebook": {"nbgrader"},  # nbgrader db's commands
     "tests.grading.test_hostile.hostile": {"grader"},
