@@ -57,6 +57,8 @@ NODES = {
     "tests/grading/test_class_tree.py": {"grader"},
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},
+    # runs every sample's self-check, in a process of its own per exercise
+    "tests/grading/test_self_checks.py::test_validate_passes": {"grader"},
     "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},
     "tests/grading/test_samples.py::test_rerun_grades_nothing_unchanged": {"grader"},
     "tests/grading/test_exercises.py::test_plain_python_reference": {"grader"},

@@ -300,6 +300,14 @@ def _sizes(seed):
             sum(int(leaf.nbytes) for leaf in jax.tree.leaves(params)))
 
 
+def _what_more(extra, state_bytes, params_bytes):
+    """What ``extra`` bytes held beyond one state are exactly, when they are one of the
+    trees the run has: the model's sizes come from the seed, so feedback names the tree."""
+    named = {state_bytes: "one whole train state", params_bytes: "one params tree",
+             state_bytes - params_bytes: "one optimizer state"}
+    return f" ({named[extra]} more)" if extra in named else ""
+
+
 @graded(2, "donation saves memory: train holds one train state")
 def test_memory_saved(obs, seed):
     """Right after each step returns, `train` holds (live arrays beyond its caller's) one
@@ -321,7 +329,7 @@ def test_memory_saved(obs, seed):
                  f"about {expected} bytes: one train state ({state_bytes}), the start_params "
                  f"copy ({params_bytes}) and {k} float32 loss(es), at most {SLACK} bytes more",
                  f"{nbytes} bytes in {arrays} arrays, {nbytes - expected} more"
-                 + (" (one whole train state more)" if nbytes - expected == state_bytes else ""),
+                 + _what_more(nbytes - expected, state_bytes, params_bytes),
                  f"what a donating loop holds, and how it is measured: {LIFETIMES}")
     step_warnings = set(obs["step"].get("warnings") or [])
     extra = [w for w in record.get("warnings") or [] if w not in step_warnings]
