@@ -124,7 +124,7 @@ MUTATIONS = {
                        [("    if rng.integers(2):\n        return sizes, ((layer, head), (weight, bias))\n",
                          '    return (3, 8, 1), ("w1", "b1", "w2", "b2")\n')], [VARIANTS]),
     "crash-costs-all": ("a crash on one named donation_report case costs every check", "autograder/exercises/donation_report/hidden/tests.py",
-                        [("if check in checks or check in PER_LEAF and", "if check in PER_LEAF or check in checks and")],
+                        [("\n            and obs[\"cases\"][name][\"error\"] is None]", "]")],
                         [VARIANTS]),
 }
 
