@@ -24,6 +24,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider"]
 
 SERVE_TEST = "tests/book/test_serve.py::test_every_printed_url_answers_then_sigterm_stops_every_server"
 MAKE_SERVE = "tests/browser/test_make_serve.py"
+VARIANTS = "tests/grading/test_variants.py"
 
 # name: (what it breaks, file, [(old, new)], tests that must fail)
 MUTATIONS = {
@@ -113,6 +114,18 @@ MUTATIONS = {
                                     [("                offer_new_version(rel, source, target, manifest)",
                                       "                pass")],
                                     ["tests/book/test_workspace.py"]),
+    "helper-by-signature": ("a donating helper is known by its parameter list, not the arrays it takes",
+                            "autograder/exercises/update_with_donate/hidden/tests.py",
+                            [('if STATE_TYPE in m["args"]]', 'if m["args"] == [STATE_TYPE, STATE_TYPE]]')],
+                            [VARIANTS]),
+    "copy-to-step": ("a copy handed to run's step passes for the state", "autograder/exercises/silent_donation/hidden/tests.py",
+                     [("if len(flags) == RUN_STEPS and all(flags) and copies:", "if False:")], [VARIANTS]),
+    "example-params": ("fix_training_loop's hidden params are the notebook's example", "autograder/exercises/fix_training_loop/probe.py",
+                       [("    if rng.integers(2):\n        return sizes, ((layer, head), (weight, bias))\n",
+                         '    return (3, 8, 1), ("w1", "b1", "w2", "b2")\n')], [VARIANTS]),
+    "crash-costs-all": ("a crash on one named donation_report case costs every check", "autograder/exercises/donation_report/hidden/tests.py",
+                        [("\n            and obs[\"cases\"][name][\"error\"] is None]", "]")],
+                        [VARIANTS]),
 }
 
 # name: (what it shows, pytest arguments that must pass)

@@ -23,6 +23,7 @@ FIXTURES = {
     "tests.grading.conftest.cli_runs": {"grader"},
     "tests.grading.test_agreement.graded": {"grader", "nbgrader"},
     "tests.grading.test_exercises.graded": {"grader"},
+    "tests.grading.test_variants.graded": {"grader"},
     "tests.grading.test_samples.autograded": {"nbgrader"},
     "tests.service.test_roster.made_gradebook": {"nbgrader"},  # nbgrader db's commands
     "tests.grading.test_hostile.hostile": {"grader"},
@@ -57,6 +58,8 @@ NODES = {
     "tests/grading/test_class_tree.py": {"grader"},
     "tests/grading/test_messages.py": {"grader"},
     "tests/grading/test_parallel.py": {"grader"},
+    # runs every sample's self-check, in a process of its own per exercise
+    "tests/grading/test_self_checks.py::test_validate_passes": {"grader"},
     "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},
     "tests/grading/test_samples.py::test_rerun_grades_nothing_unchanged": {"grader"},
     "tests/grading/test_exercises.py::test_plain_python_reference": {"grader"},

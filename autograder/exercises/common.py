@@ -1,7 +1,11 @@
-"""Helpers shared by probes: serialisable arrays, error text, JAX event counts."""
+"""Helpers shared by probes: serialisable arrays, error text, JAX event counts, and what a
+learner's calls did to the arrays handed in (donated, deleted, live, which buffer)."""
 import base64
 import contextlib
 import io
+import pathlib
+import re
+import shutil
 import threading
 
 import numpy as np
@@ -149,3 +153,123 @@ def quiet():
             yield caught
         finally:
             caught.extend(str(w.message).splitlines()[0][:300] for w in records)
+
+
+# What a learner's calls did to the arrays a probe handed in. Checks decide from these
+# (which buffer reached which compiled call, what was deleted, what stayed live), never
+# from a helper's parameter names, count or order, or how it was built.
+
+def deleted(tree):
+    """Per leaf of ``tree`` (``jax.tree`` order), whether it is a deleted ``jax.Array``
+    (``list[bool]``; a leaf that is not a JAX array reads False). Never raises."""
+    import jax
+
+    def gone(leaf):
+        try:
+            return bool(leaf.is_deleted())
+        except Exception:
+            return False
+
+    try:
+        return [gone(leaf) for leaf in jax.tree.leaves(tree)]
+    except Exception:
+        return [gone(tree)]
+
+
+def buffer_of(value):
+    """The device address of ``value``'s buffer (an int), or None for a deleted array or
+    anything that is not a single-device ``jax.Array``. Two arrays with one address share
+    one buffer: how a probe tells the array it handed in from a copy of it."""
+    try:
+        return int(value.unsafe_buffer_pointer())
+    except Exception:
+        return None
+
+
+def live():
+    """``(arrays, bytes)``: the ``jax.Array`` objects alive now (``jax.live_arrays()``,
+    after a garbage collection, so an array nothing refers to is not counted) and their
+    bytes."""
+    import gc
+
+    import jax
+
+    gc.collect()
+    arrays = jax.live_arrays()
+    return len(arrays), int(sum(a.nbytes for a in arrays))
+
+
+def donated_leaves(lowered):
+    """Per argument leaf of a ``jax.stages.Lowered`` (``args_info``, in ``jax.tree``
+    order over ``(args, kwargs)``), whether the compiled module really receives it donated
+    (``list[bool]``). ``args_info`` alone reads ``donated=True`` for an argument jit
+    dropped because nothing reads it; such a leaf, absent from the module's parameters,
+    reads False here."""
+    import jax
+
+    flags = [bool(a.donated) for a in jax.tree.leaves(
+        lowered.args_info, is_leaf=lambda x: hasattr(x, "donated"))]
+    kept = _kept_leaves(lowered, len(flags))
+    return [f and k for f, k in zip(flags, kept)]
+
+
+def _kept_leaves(lowered, count):
+    """Which of ``count`` argument leaves the lowered module keeps as parameters: JAX's
+    ``kept_var_idx`` where this JAX records it, else all of them when the module has as
+    many parameters as there are leaves (the only case a count can decide)."""
+    try:
+        kept = set(lowered._lowering.compile_args["kept_var_idx"])
+        return [i in kept for i in range(count)]
+    except Exception:
+        pass
+    main = MAIN.search(lowered.as_text())
+    params = len(ARG.findall(main.group(1))) if main else count
+    return [params == count] * count
+
+
+def alias_bytes(fn, *args, **kwargs):
+    """``memory_analysis().alias_size_in_bytes`` of ``fn`` compiled for these arguments (the
+    bytes the compiled call writes into donated inputs), or None when ``fn`` has no
+    ``.lower`` (it is not the function ``jax.jit`` made)."""
+    if not hasattr(fn, "lower"):
+        return None
+    return int(fn.lower(*args, **kwargs).compile().memory_analysis().alias_size_in_bytes)
+
+
+# In a lowered module (StableHLO text), a donated argument carries tf.aliasing_output
+# (aliased to an output) or jax.buffer_donor (donated, not matched to an output).
+MAIN = re.compile(r"func\.func public @main\((.*)\) ->")
+ARG = re.compile(r"%arg\d+: (tensor<[^>]*>)(?: \{([^}]*)\})?")
+
+
+def lowered_modules(dump):
+    """``[{"module", "args", "donated"}]`` for each module JAX lowered into the folder
+    ``dump`` (``jax_dump_ir_to``), which is removed: the module's name, each parameter's
+    type (``tensor<32xf32>``) and whether it is donated. A module is known by the arrays
+    it takes, whatever the Python function's parameters are named."""
+    found = []
+    for path in sorted(pathlib.Path(dump).glob("*.mlir")):
+        match = MAIN.search(path.read_text(errors="replace"))
+        if not match:
+            continue
+        args = ARG.findall(match.group(1))
+        found.append({"module": path.stem.split("_", 2)[-1].removesuffix("_compile"),
+                      "args": [t for t, _ in args],
+                      "donated": [("tf.aliasing_output" in a or "jax.buffer_donor" in a)
+                                  for _, a in args]})
+    shutil.rmtree(dump, ignore_errors=True)
+    return found
+
+
+def held_elsewhere(array):
+    """Whether something outside the probe still holds ``array``'s buffer (a NumPy view, on
+    the CPU): the probe offers it to a donating jit of its own, and a buffer held
+    elsewhere is not donated. None when ``array`` is already deleted or not a JAX array.
+    Donates ``array`` otherwise: call it only once the array is not needed."""
+    import jax
+
+    if not hasattr(array, "is_deleted") or array.is_deleted():
+        return None
+    with quiet():
+        jax.jit(lambda x: x * 1, donate_argnums=0)(array)
+    return not array.is_deleted()

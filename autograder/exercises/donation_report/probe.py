@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder.exercises.common import error_text, learner_line, quiet, stopped_by
+from autograder.exercises.common import deleted, error_text, learner_line, quiet, stopped_by
 
 FUNCTION = "donation_report"
 # name -> what the case exercises (shown in feedback)
@@ -307,7 +307,7 @@ def _call(fn, name, seed):
         pass
     record["runs"] = RUNS[0]
     record["warnings"] = [m for m in warned if m.startswith(DONATION_WARNING)][:5]
-    record["state_deleted"] = any(bool(leaf.is_deleted()) for leaf in jax.tree.leaves(state))
+    record["state_deleted"] = any(deleted(state))
     return record
 
 

@@ -16,24 +16,56 @@ to stderr in a notebook, where nbgrader's Validate fails on it).
 """
 import numpy as np
 
-from autograder.exercises.common import encode_array, error_text, quiet
+from autograder.exercises.common import (deleted, donated_leaves, encode_array, error_text, live,
+                                         quiet)
 
 
 FUNCTIONS = ("make_train_step", "train")
-SIZES = (3, 8, 1)  # inputs, hidden units, outputs
-BATCH = 8
 STEPS = 5
 LEARNING_RATE = 0.05
-PARAM_NAMES = ("b1", "b2", "w1", "w2")  # jax.tree order of the params dict
 METRIC_KEYS = ("final_loss", "losses", "max_change", "start_params")
+# The notebook's example is a flat dict {w1, b1, w2, b2} of sizes (3, 8, 1). The hidden
+# runs draw, from the seed, other names, another nesting and other sizes, so an answer
+# fitted to the example (keys written out, shapes assumed) is seen to be.
+LAYER_NAMES = ("encoder", "hidden", "dense_0", "trunk", "layer_a")
+HEAD_NAMES = ("head", "readout", "out", "dense_1", "layer_b")
+WEIGHT_NAMES = ("kernel", "weight", "W", "matrix")
+BIAS_NAMES = ("bias", "offset", "beta", "shift")
+
+
+def layout(seed):
+    """``(sizes, names)`` of the seed's model: ``sizes = (inputs, hidden units, outputs)``,
+    never the notebook's ``(3, 8, 1)``; ``names`` is either four flat keys
+    ``(w_in, b_in, w_out, b_out)`` or ``((layer, head), (weight, bias))`` for a dict of two
+    layer dicts."""
+    rng = np.random.default_rng([seed, 37])
+    sizes = (int(rng.choice([2, 4, 5])), int(rng.choice([6, 7, 9, 10])), int(rng.choice([1, 2])))
+    layer, head = str(rng.choice(LAYER_NAMES)), str(rng.choice(HEAD_NAMES))
+    weight, bias = str(rng.choice(WEIGHT_NAMES)), str(rng.choice(BIAS_NAMES))
+    if rng.integers(2):
+        return sizes, ((layer, head), (weight, bias))
+    return sizes, (f"{layer}_{weight}", f"{layer}_{bias}", f"{head}_{weight}", f"{head}_{bias}")
+
+
+def _layers(params):
+    """``((w_in, b_in), (w_out, b_out))`` of a params tree, told apart by shape (the sizes
+    of :func:`layout` are distinct), whatever the tree's names and nesting."""
+    import jax
+
+    leaves = jax.tree.leaves(params)
+    weights = sorted((a for a in leaves if a.ndim == 2), key=lambda a: -a.shape[1])
+    biases = {a.shape[0]: a for a in leaves if a.ndim == 1}
+    w_in, w_out = weights
+    return (w_in, biases[w_in.shape[1]]), (w_out, biases[w_out.shape[1]])
 
 
 def loss_fn(params, batch):
-    """Mean squared error of a one-hidden-layer tanh MLP."""
+    """Mean squared error of a one-hidden-layer tanh MLP (params as :func:`layout` names them)."""
     import jax.numpy as jnp
 
-    hidden = jnp.tanh(batch["x"] @ params["w1"] + params["b1"])
-    return jnp.mean((hidden @ params["w2"] + params["b2"] - batch["y"]) ** 2)
+    (w_in, b_in), (w_out, b_out) = _layers(params)
+    hidden = jnp.tanh(batch["x"] @ w_in + b_in)
+    return jnp.mean((hidden @ w_out + b_out - batch["y"]) ** 2)
 
 
 def make_optimizer():
@@ -43,27 +75,45 @@ def make_optimizer():
 
 
 def make_inputs(seed):
-    """``(params, batches)`` as NumPy float32 arrays (dicts), fixed by ``seed``."""
+    """``(params, batches)`` as NumPy float32 arrays (dicts), fixed by ``seed``: params
+    named and nested as :func:`layout` says."""
     rng = np.random.default_rng([seed, 31])
-    n_in, n_hidden, n_out = SIZES
-    params = {"w1": rng.standard_normal((n_in, n_hidden)) / np.sqrt(n_in),
-              "b1": np.zeros(n_hidden),
-              "w2": rng.standard_normal((n_hidden, n_out)) / np.sqrt(n_hidden),
-              "b2": np.zeros(n_out)}
+    (n_in, n_hidden, n_out), names = layout(seed)
+    f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
+    w_in = f32(rng.standard_normal((n_in, n_hidden)) / np.sqrt(n_in))
+    b_in = f32(rng.standard_normal(n_hidden) * 0.1)
+    w_out = f32(rng.standard_normal((n_hidden, n_out)) / np.sqrt(n_hidden))
+    b_out = f32(rng.standard_normal(n_out) * 0.1)
+    if len(names) == 2:
+        (layer, head), (weight, bias) = names
+        params = {layer: {weight: w_in, bias: b_in}, head: {weight: w_out, bias: b_out}}
+    else:
+        params = dict(zip(names, (w_in, b_in, w_out, b_out)))
     batches = []
+    # A batch of as many rows as hidden units: its targets have the shape of the output
+    # layer's weights, so a step that donates the batch has its buffers taken (and
+    # deleted), as in the notebook's example, not only a warning.
     for _ in range(STEPS):
-        x = rng.standard_normal((BATCH, n_in))
-        batches.append({"x": x, "y": np.sin(x.sum(axis=1, keepdims=True))})
-    cast = lambda tree: {k: np.asarray(v, np.float32) for k, v in tree.items()}  # noqa: E731
-    return cast(params), [cast(b) for b in batches]
+        x = rng.standard_normal((n_hidden, n_in))
+        y = np.sin(x.sum(axis=1, keepdims=True) + np.arange(n_out))
+        batches.append({"x": f32(x), "y": f32(y)})
+    return params, batches
+
+
+def param_paths(params):
+    """The ``keystr`` path of each leaf of a params tree, in ``jax.tree`` order."""
+    import jax
+
+    return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]]
 
 
 def device_inputs(seed):
     """The same inputs as fresh JAX arrays, each leaf in a buffer of its own."""
+    import jax
     import jax.numpy as jnp
 
     params, batches = make_inputs(seed)
-    to_jax = lambda tree: {k: jnp.array(v) for k, v in tree.items()}  # noqa: E731
+    to_jax = lambda tree: jax.tree.map(jnp.array, tree)  # noqa: E731
     return to_jax(params), [to_jax(b) for b in batches]
 
 
@@ -74,14 +124,20 @@ def _leaves(tree):
 
 
 def _any_deleted(tree):
-    return any(bool(getattr(leaf, "is_deleted", lambda: False)()) for leaf in _leaves(tree))
+    return any(deleted(tree))
 
 
-def encode_params(tree):
-    """``{name: encoded array}`` for a params dict, or None if it is not one."""
-    if not isinstance(tree, dict) or sorted(map(str, tree)) != list(PARAM_NAMES):
+def encode_params(tree, like):
+    """``{keystr path: encoded array}`` for a params tree of ``like``'s structure (the
+    params the probe handed in), or None if it has another one."""
+    import jax
+
+    try:
+        if jax.tree.structure(tree) != jax.tree.structure(like):
+            return None
+        return dict(zip(param_paths(tree), map(encode_array, jax.tree.leaves(tree))))
+    except Exception:
         return None
-    return {name: encode_array(tree[name]) for name in PARAM_NAMES}
 
 
 def _losses(value):
@@ -97,18 +153,6 @@ def _scalar(value):
 DONATION_WARNING = "Some donated buffers were not usable"
 
 
-def _live():
-    """``(arrays, bytes)`` that ``jax.live_arrays()`` lists now, after a collection (so an
-    array nothing refers to is not counted)."""
-    import gc
-
-    import jax
-
-    gc.collect()
-    arrays = jax.live_arrays()
-    return len(arrays), int(sum(a.nbytes for a in arrays))
-
-
 class _Watched:
     """The learner's step, called as it is; after each call returns, what is live beyond
     ``outside`` is appended to ``log`` as ``[arrays, bytes]``. Other attributes
@@ -119,7 +163,7 @@ class _Watched:
 
     def __call__(self, *args, **kwargs):
         out = self._step(*args, **kwargs)
-        arrays, nbytes = _live()
+        arrays, nbytes = live()
         self._log.append([arrays - self._outside[0], nbytes - self._outside[1]])
         return out
 
@@ -148,7 +192,7 @@ def _train(fn, seed):
 
     params, batches = device_inputs(seed)
     record = {"error": None, "read_error": None, "held": [], "warnings": []}
-    outside = _live()
+    outside = live()
     put_back = _watching(fn, record["held"], outside)
     try:
         with quiet() as warned:
@@ -167,12 +211,12 @@ def _train(fn, seed):
         record["returned_deleted"] = _any_deleted(final) or (
             isinstance(metrics, dict) and _any_deleted(list(metrics.values())))
         record["metric_keys"] = sorted(map(str, metrics)) if isinstance(metrics, dict) else None
-        record["final_params"] = encode_params(final)
+        record["final_params"] = encode_params(final, params)
         record["losses"] = _losses(metrics.get("losses"))
         record["final_loss"] = _scalar(metrics.get("final_loss"))
         record["max_change"] = _scalar(metrics.get("max_change"))
         start = metrics.get("start_params")
-        record["start_params"] = encode_params(start)
+        record["start_params"] = encode_params(start, params)
     except BaseException as exc:
         record["read_error"] = error_text(exc)
         return record
@@ -183,16 +227,6 @@ def _train(fn, seed):
             jax.jit(lambda p: jax.tree.map(lambda a: a * 2, p), donate_argnums=0)(params)
         record["start_survives_caller_donation"] = not _any_deleted(start)
     return record
-
-
-def _donation_flags(info):
-    return [bool(a.donated) for a in _leaves_with(info, lambda x: hasattr(x, "donated"))]
-
-
-def _leaves_with(tree, is_leaf):
-    import jax
-
-    return jax.tree.leaves(tree, is_leaf=is_leaf)
 
 
 def _step(make, seed):
@@ -209,15 +243,15 @@ def _step(make, seed):
             record["jitted"] = hasattr(step, "lower")
             if record["jitted"]:
                 lowered = step.lower(state, batch)
-                info = lowered.args_info[0]
-                record["state_donated"] = _donation_flags(info[0])
-                record["batch_donated"] = _donation_flags(info[1])
+                flags = donated_leaves(lowered)
+                count = len(_leaves(state))
+                record["state_donated"], record["batch_donated"] = flags[:count], flags[count:]
                 record["alias_bytes"] = int(lowered.compile().memory_analysis().alias_size_in_bytes)
             new_state, loss = step(state, batch)
             record["state_deleted"] = [bool(leaf.is_deleted()) for leaf in _leaves(state)]
             record["batch_deleted"] = _any_deleted(batch)
             record["loss"] = _scalar(loss)
-            record["new_params"] = encode_params(new_state[0])
+            record["new_params"] = encode_params(new_state[0], params)
     except BaseException as exc:
         record["error"] = error_text(exc)
     record["warnings"] = _donation_warnings(warned)

@@ -23,7 +23,8 @@ import re
 
 import numpy as np
 
-from autograder.exercises.common import encode_array, error_text, facts_of, learner_line, quiet
+from autograder.exercises.common import (alias_bytes, buffer_of, deleted, encode_array,
+                                         error_text, facts_of, learner_line, quiet)
 
 FUNCTIONS = ("train_step", "reset", "run", "apply_delta")
 LEARNING_RATE = 0.1
@@ -62,20 +63,6 @@ def _device(tree):
     return jax.tree.map(jax.device_put, tree)
 
 
-def _deleted(tree):
-    import jax
-
-    return [bool(leaf.is_deleted()) for leaf in jax.tree.leaves(tree)]
-
-
-def _alias_bytes(fn, *args, **kwargs):
-    """``alias_size_in_bytes`` of ``fn`` compiled for these arguments, or None if
-    ``fn`` is not the function made by ``jax.jit`` (it has no ``.lower``)."""
-    if not hasattr(fn, "lower"):
-        return None
-    return int(fn.lower(*args, **kwargs).compile().memory_analysis().alias_size_in_bytes)
-
-
 def _nbytes(tree):
     import jax
 
@@ -103,7 +90,7 @@ def _lowering(record, fn, *args):
     import inspect
 
     def body(rec):
-        rec["alias_bytes"] = _alias_bytes(fn, *args)
+        rec["alias_bytes"] = alias_bytes(fn, *args)
         if hasattr(fn, "lower"):
             main = MAIN.search(fn.lower(*args).as_text())
             rec["params"] = len(PARAM.findall(main.group(1))) if main else None
@@ -132,7 +119,7 @@ def _train_step(fn, inputs):
         record["result_type"] = type(out).__name__
 
     _guard(record, body)
-    record["state_deleted"], record["batch_deleted"] = _deleted(state), _deleted(batch)
+    record["state_deleted"], record["batch_deleted"] = deleted(state), deleted(batch)
     return record
 
 
@@ -147,25 +134,36 @@ def _reset(fn, inputs):
         record.update(facts_of(out))
 
     _guard(record, body)
-    record["acc_deleted"] = bool(acc.is_deleted())
+    record["acc_deleted"] = any(deleted(acc))
     return record
 
 
 def _run(fn, inputs):
+    """``run(step, state, n)`` with a donating step that records, per call, whether the
+    buffer it received was donated (deleted after the call, ``donated``) and whether it
+    was the one the loop must hand it (``received``: the caller's state on call 1, the
+    previous call's result after), so a copy donated in its place is seen as a copy; and
+    whether the caller's state was deleted (``caller_deleted``)."""
     import jax
 
     jitted = jax.jit(run_step, donate_argnums=0)
-    calls = []
+    calls, received, expect = [], [], []
 
     def step(s):
         """The donating step, recording whether each state it is given gets donated."""
+        received.append(buffer_of(s) is not None and buffer_of(s) == expect[-1])
         out = jitted(s)
         calls.append(bool(getattr(s, "is_deleted", lambda: False)()))
+        expect.append(buffer_of(out))
         return out
 
     def body(record):
         state = _device(inputs["run_state"])
-        final, history = fn(step, state, RUN_STEPS)
+        expect.append(buffer_of(state))
+        try:
+            final, history = fn(step, state, RUN_STEPS)
+        finally:
+            record["caller_deleted"] = bool(state.is_deleted())
         record["donated"] = calls
         record["final"] = encode_array(final)
         record["history"] = ([encode_array(h) for h in history[:RUN_STEPS + 2]]
@@ -177,7 +175,7 @@ def _run(fn, inputs):
                                     for h in history[:RUN_STEPS + 2]]
                                    if isinstance(history, (list, tuple)) else None)
 
-    return _guard({"error": None, "donated": calls}, body)
+    return _guard({"error": None, "donated": calls, "received": received}, body)
 
 
 def _apply_delta(fn, inputs):
@@ -190,8 +188,7 @@ def _apply_delta(fn, inputs):
 
         rec = _guard({"result": None, "type": None}, body)
         delta, state = rec.pop("delta", None), rec.pop("state", None)
-        rec["state_deleted"] = bool(state is not None and state.is_deleted())
-        rec["delta_deleted"] = bool(delta is not None and delta.is_deleted())
+        rec["state_deleted"], rec["delta_deleted"] = any(deleted(state)), any(deleted(delta))
         return rec
 
     record = {"error": None, "state_bytes": int(inputs["apply_state"].nbytes)}

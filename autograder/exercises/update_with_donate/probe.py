@@ -11,15 +11,13 @@ buffer a view still holds (lesson 4, "A NumPy view of the input"), so a learner'
 stray read of ``state`` after the call cannot stop them. The calls that observe
 donation (``donation``) and the rebinding loop hand in plain buffers.
 """
-import pathlib
-import re
-import shutil
 import tempfile
 
 import numpy as np
 
-from autograder.exercises.common import (EventCounter, encode_array, error_text, facts_of,
-                                         learner_line, quiet, stopped_by)
+from autograder.exercises.common import (EventCounter, deleted, encode_array, error_text,
+                                         facts_of, held_elsewhere, learner_line, lowered_modules, quiet,
+                                         stopped_by)
 
 FUNCTION = "update_with_donate"
 VALUE_LENGTHS = (1, 32, 64, 3000)
@@ -59,8 +57,11 @@ def _held_call(fn, seed, n):
     return record
 
 
-def _call(fn, state, delta):
-    """Call ``fn`` once; record the result, errors and both arguments' fate."""
+def _call(fn, state, delta, held=False):
+    """Call ``fn`` once; record the result, errors and both arguments' fate; with ``held``,
+    whether a ``state`` left alive is held by something outside the call (``state_held``:
+    a view kept; False means ``fn`` could have donated it and handed its helper another
+    array)."""
     record = {"error": None, "where": None, "warnings": []}
     try:
         with quiet() as caught:
@@ -70,8 +71,9 @@ def _call(fn, state, delta):
     except BaseException as exc:  # learner code may raise anything, even SystemExit
         record["error"], record["where"] = error_text(exc), learner_line(exc)
     record["warnings"] = caught
-    record["state_deleted"] = bool(state.is_deleted())
-    record["delta_deleted"] = bool(delta.is_deleted())
+    record["state_deleted"], record["delta_deleted"] = _deleted(state), _deleted(delta)
+    if held:
+        record["state_held"] = held_elsewhere(state)
     return record
 
 
@@ -91,7 +93,7 @@ def _compiles(fn, seed, counter):
                 rec = _call(fn, state, delta)
             del views
             jax.config.update("jax_dump_ir_to", "")
-            modules = _lowered_modules(dump)
+            modules = lowered_modules(dump)
             lowered += modules
             rows.append({"n": n, "traces": counter.traces, "compiles": counter.compiles,
                          "modules": [f"{m['module']}({', '.join(m['args'])})" for m in modules],
@@ -101,33 +103,9 @@ def _compiles(fn, seed, counter):
     return rows, lowered
 
 
-# In a dumped module, a donated argument carries tf.aliasing_output (aliased
-# to an output) or jax.buffer_donor (donated, not yet matched to an output).
-MAIN = re.compile(r"func\.func public @main\((.*)\) ->")
-ARG = re.compile(r"%arg\d+: (tensor<[^>]*>)(?: \{([^}]*)\})?")
-
-
-def _lowered_modules(dump):
-    """``[{"module", "args", "donated"}]`` for each module JAX lowered in ``dump``."""
-    found = []
-    for path in sorted(pathlib.Path(dump).glob("*.mlir")):
-        match = MAIN.search(path.read_text(errors="replace"))
-        if not match:
-            continue
-        args = ARG.findall(match.group(1))
-        found.append({"module": path.stem.split("_", 2)[-1].removesuffix("_compile"), "args": [t for t, _ in args],
-                      "donated": [("tf.aliasing_output" in a or "jax.buffer_donor" in a)
-                                  for _, a in args]})
-    shutil.rmtree(dump, ignore_errors=True)
-    return found
-
-
 def _deleted(value):
-    """``value.is_deleted()`` for a JAX array; False for anything else (a NumPy result)."""
-    try:
-        return bool(value.is_deleted())
-    except Exception:
-        return False
+    """Whether ``value`` is a deleted JAX array (False for anything else: a NumPy result)."""
+    return any(deleted(value))
 
 
 def _rebind(fn, seed):
@@ -156,7 +134,7 @@ def observe(ns, seed):
     obs["compiles"], obs["lowered"] = _compiles(fn, seed, counter)  # first: fresh caches
     obs["values"] = {str(n): _held_call(fn, seed, n) for n in VALUE_LENGTHS}
     obs["empty"] = _held_call(fn, seed, 0)
-    obs["donation"] = {str(n): _call(fn, *_device_pair(seed, n)) for n in VALUE_LENGTHS}
+    obs["donation"] = {str(n): _call(fn, *_device_pair(seed, n), held=True) for n in VALUE_LENGTHS}
     obs["rebind"] = _rebind(fn, seed)
     obs["stopped"] = stopped_by([*obs["compiles"], *obs["values"].values(), obs["empty"],
                                  *obs["donation"].values(), obs["rebind"]])

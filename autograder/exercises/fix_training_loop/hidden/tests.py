@@ -27,7 +27,7 @@ import numpy as np
 from autograder.feedback import fail, graded
 from autograder.exercises.common import decode_array, quiet
 from autograder.exercises.fix_training_loop.probe import (
-    METRIC_KEYS, PARAM_NAMES, STEPS, loss_fn, make_inputs, make_optimizer)
+    METRIC_KEYS, STEPS, loss_fn, make_inputs, make_optimizer, param_paths)
 
 TRAIN = f"train(params, batches, loss_fn, optimizer) on a tiny MLP with Adam, {STEPS} batches"
 STEP = "one call of make_train_step(loss_fn, optimizer) on (params, opt_state) and the first batch"
@@ -42,8 +42,8 @@ LIFETIMES = ("the lesson 'Leaf aliasing and lifetimes', section 'A donating trai
 @functools.lru_cache(maxsize=1)
 def _programs():
     """``(optimizer, step)`` of the reference run, ``step`` jitted once for the grader's
-    process: the model's shapes do not depend on the seed, so every grading after the
-    first reuses its compilation (about 0.25 s of a grading's CPU on two cores). The loss
+    process: a grading whose seed draws model sizes already seen reuses its compilation
+    (about 0.25 s of a grading's CPU on two cores). The loss
     stays unjitted, as a learner's ``train`` computes ``final_loss``: the values
     feedback quotes are the same to the last digit."""
     import jax
@@ -81,7 +81,8 @@ def reference(seed):
         return {"start": params, "losses": np.asarray(losses, np.float32), "final": final,
                 "after": np.asarray(after, np.float32),
                 "final_loss": float(loss_fn(state[0], batches[-1])),
-                "max_change": max(float(np.max(np.abs(final[k] - params[k]))) for k in params),
+                "max_change": max(float(np.max(np.abs(f - p))) for f, p in
+                                  zip(jax.tree.leaves(final), jax.tree.leaves(params))),
                 "first_params": first[0], "first_loss": first[1]}
 
 
@@ -101,10 +102,14 @@ def _show(encoded):
 
 
 def _params_differ(encoded, want):
-    """Names of the params that differ from ``want`` (all of them if unreadable)."""
-    if encoded is None:
-        return list(PARAM_NAMES)
-    return [k for k in PARAM_NAMES if not _close(encoded[k], want[k])]
+    """Paths of the params that differ from the tree ``want`` (all of them if unreadable or
+    of another structure)."""
+    import jax
+
+    paths = param_paths(want)
+    if encoded is None or sorted(encoded) != sorted(paths):
+        return paths
+    return [p for p, w in zip(paths, jax.tree.leaves(want)) if not _close(encoded[p], w)]
 
 
 def _train(obs, lead=False):
@@ -168,8 +173,10 @@ def test_final_results(obs, seed):
     record, ref = _train(obs), reference(seed)
     wrong = _params_differ(record["final_params"], ref["final"])
     if wrong:
-        fail(f"the params returned by {TRAIN}", "the params after the last step, a dict with "
-             f"keys {', '.join(PARAM_NAMES)}", f"different values for {', '.join(wrong)}")
+        fail(f"the params returned by {TRAIN}", "the params after the last step, a tree of "
+             f"the given params' structure ({', '.join(param_paths(ref['final']))})",
+             f"different values for {', '.join(wrong)}" if record["final_params"] is not None
+             else "a tree of another structure")
     how = {"final_loss": "final_loss is loss_fn(final params, batches[-1])",
            "max_change": "max_change is the largest absolute change of any parameter entry "
                          "between start and end"}
@@ -293,6 +300,14 @@ def _sizes(seed):
             sum(int(leaf.nbytes) for leaf in jax.tree.leaves(params)))
 
 
+def _what_more(extra, state_bytes, params_bytes):
+    """What ``extra`` bytes held beyond one state are exactly, when they are one of the
+    trees the run has: the model's sizes come from the seed, so feedback names the tree."""
+    named = {state_bytes: "one whole train state", params_bytes: "one params tree",
+             state_bytes - params_bytes: "one optimizer state"}
+    return f" ({named[extra]} more)" if extra in named else ""
+
+
 @graded(2, "donation saves memory: train holds one train state")
 def test_memory_saved(obs, seed):
     """Right after each step returns, `train` holds (live arrays beyond its caller's) one
@@ -314,7 +329,7 @@ def test_memory_saved(obs, seed):
                  f"about {expected} bytes: one train state ({state_bytes}), the start_params "
                  f"copy ({params_bytes}) and {k} float32 loss(es), at most {SLACK} bytes more",
                  f"{nbytes} bytes in {arrays} arrays, {nbytes - expected} more"
-                 + (" (one whole train state more)" if nbytes - expected == state_bytes else ""),
+                 + _what_more(nbytes - expected, state_bytes, params_bytes),
                  f"what a donating loop holds, and how it is measured: {LIFETIMES}")
     step_warnings = set(obs["step"].get("warnings") or [])
     extra = [w for w in record.get("warnings") or [] if w not in step_warnings]

@@ -191,11 +191,23 @@ def test_reset_values(obs, seed):
 
 @graded(2, "run really donates the state at every step")
 def test_run_donates(obs):
-    """Each of the `n` states handed to `step` is deleted after its call (the test hands
-    `run` a step that records it)."""
+    """Each of the `n` states handed to `step` is deleted after its call, and is the state
+    itself: the caller's on the first call, the previous result after (the test hands `run`
+    a step that records which buffer it received), not a copy."""
     record = obs["run"]
     _raised_before(obs, "run", RUN, len(record.get("donated", [])) == RUN_STEPS and all(record["donated"]))
     flags = record["donated"]
+    copies = [i + 1 for i, ok in enumerate(record.get("received", flags)) if not ok]
+    if len(flags) == RUN_STEPS and all(flags) and copies:
+        fail(f"the buffer each call of step received during {RUN}",
+             "the caller's state on call 1, then the array the previous call returned, "
+             "each donated",
+             f"call{'s' * (len(copies) > 1)} {', '.join(map(str, copies))} received another "
+             "buffer (a copy), which was donated"
+             + ("; the caller's state was still alive after run" if not record.get("caller_deleted")
+                else ""),
+             "donating a copy frees the copy and keeps the state it was made from: hand step "
+             "the state itself (state = step(state))", row="run-donates")
     if len(flags) != RUN_STEPS or not all(flags):
         views = [i for i, v in enumerate(record.get("history_views") or []) if v]
         fail(f"each state given to step during {RUN}",

@@ -19,8 +19,8 @@ def make_train_step(loss_fn, optimizer):
 
 def train(params, batches, loss_fn, optimizer):
     step = make_train_step(loss_fn, optimizer)
-    kept = {k: jnp.array(v, copy=True) for k, v in params.items()}
-    state = ({k: jnp.array(v, copy=True) for k, v in params.items()}, optimizer.init(params))
+    kept = jax.tree.map(lambda v: jnp.array(v, copy=True), params)
+    state = (jax.tree.map(lambda v: jnp.array(v, copy=True), params), optimizer.init(params))
     losses = []
     for batch in batches:
         state, loss = step(state, batch)
@@ -28,4 +28,4 @@ def train(params, batches, loss_fn, optimizer):
     final = state[0]
     return final, {"losses": losses, "start_params": kept,
                    "final_loss": loss_fn(final, batches[-1]),
-                   "max_change": max(jnp.abs(final[k] - kept[k]).max() for k in final)}
+                   "max_change": max(jax.tree.leaves(jax.tree.map(lambda a, b: jnp.abs(a - b).max(), final, kept)))}
