@@ -1,24 +1,30 @@
 """The grader's compile cache: each XLA program a course's grading meets, compiled once.
 
 Runs in the grader's process (:func:`ready`: which folders of entries are warm, and a
-warming process started for each that is not), the zygote's (:func:`load`, :func:`install`)
-and the learner's (:func:`counts`). The warming process is :mod:`autograder.sandbox.warm`.
+warming process started for each that is not), the supervisor's (:class:`Served`,
+:func:`answer`) and the learner's (:class:`Remote`, :func:`connect`, :func:`counts`). The
+warming process is :mod:`autograder.sandbox.warm`.
 
 JAX's persistent compilation cache stores compiled XLA executables under a key of the
 program, its compile options, the XLA flags, the devices and JAX's version. Whoever can
-write such an entry runs code in every process that loads it (JAX's docs), so this cache
-is written and read only where no learner reaches:
+write such an entry runs code in every process that loads it (JAX's docs), and whoever
+can read them all reads the instructors' answers compiled. So:
 
-- written only by a warming process the grader (as root) starts fresh, which has run no
-  learner code: with the zygote's environment (the XLA flags and devices of a learner's
-  process) it runs the exercise's reference answers and its probe, JAX's own cache
-  writing into a root-only staging folder, then records each entry's SHA-256 in a
-  manifest and renames the folder into place;
-- read only by the zygote, as root, before it forks anything: each entry of a folder root
-  alone can write, checked against the manifest, is held in memory and handed to JAX as a
-  read-only cache (:class:`Held`) that every learner's process inherits from the fork. A
-  learner's process never opens the folder (its mount namespace covers it, and it is
-  root's, mode 0700), and what JAX would write from there goes nowhere.
+- only a warming process writes, one that the grader (as root) starts fresh and that
+  has run no learner code: with the zygote's environment (the XLA flags and devices of a
+  learner's process) it runs every sample answer of the exercise and its probe, JAX's
+  own cache writing into a root-only staging folder; then it records each entry's
+  SHA-256 in a manifest and renames the folder into place (mode 0700, root's);
+- a learner's process reads no folder and holds no entry it did not compile itself: JAX's
+  cache there is :class:`Remote`, which asks the supervisor for the one key JAX computed
+  from the learner's own program, and the supervisor (root, after forking that process)
+  answers with the entry, if its folder and file are root's alone and its bytes are the
+  manifest's. What JAX would write from a learner's process goes nowhere.
+
+A hit is visible to learner code (its compile is quicker), so it says the learner's
+program is one a sample answer compiled: every sample is warmed, full-mark and wrong
+alike, so that a hit does not tell a right program from a wrong one, and without the
+samples' source lines in the programs' metadata.
 
 A folder is keyed (:func:`key`) on the exercise's grading version (its hidden tests, probe,
 metadata and the probes' helpers: :mod:`autograder.exercises.current`), JAX's, jaxlib's
@@ -33,6 +39,7 @@ import json
 import logging
 import os
 import platform
+import re
 import stat
 import subprocess
 import sys
@@ -44,7 +51,10 @@ from autograder import defaults
 log = logging.getLogger("autograder.sandbox")
 MANIFEST = "manifest.json"
 SUFFIX = "-cache"  # the file name JAX's cache gives an entry: <key>-cache
-LOADED_BYTES = 256 * 2**20  # at most this much of entries is held in a zygote's memory
+ENTRY_BYTES = 64 * 2**20  # a larger entry is not served
+KEY = re.compile(r"[A-Za-z0-9_.-]{1,300}")  # a JAX cache key (module name, then SHA-256)
+KEY_CHARS = 300
+REQUESTS = 100_000  # keys one learner's process may ask for
 NEVER_WRITE_S = 1e9  # a learner's process writes nothing: no compile takes this long
 
 
@@ -165,37 +175,46 @@ def start_warming(exercise, folder, environment, python=None):
     return proc
 
 
-def load(folders, budget=LOADED_BYTES):
-    """``{JAX cache key: entry bytes}`` of every good entry in ``folders`` (this process
-    must be root's: the zygote's). A folder or entry that is not root's alone, or whose
-    bytes are not what its manifest says, is left out (logged): a miss, never a wrong
-    program. At most ``budget`` bytes are kept."""
-    entries, size = {}, 0
-    for folder in folders:
-        why = untrusted(folder)
-        try:
-            listed = {} if why else json.loads(_read_trusted(Path(folder) / MANIFEST))["entries"]
-            listed = dict(listed)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            why = f"its manifest cannot be read ({type(exc).__name__})"
-        if why:
-            log.warning("compile cache folder %s not used: %s", folder, why)
-            continue
-        left_out = []
-        for name, digest in listed.items():
+class Served:
+    """The entries of ``folders`` as the supervisor serves them, one asked-for key at a time
+    (:meth:`get`). Each manifest is read on first use, after the learner's process was
+    forked: no entry, nor the list of them, is ever in the memory of a process a learner's
+    is forked from."""
+
+    def __init__(self, folders):
+        self.folders, self.listed = [str(f) for f in folders], None
+
+    def _manifests(self):
+        """``{JAX key: (folder, SHA-256)}`` of every folder root alone can write."""
+        listed = {}
+        for folder in self.folders:
+            why = untrusted(folder)
             try:
-                raw = _read_trusted(Path(folder) / f"{name}{SUFFIX}")
-            except OSError as exc:
-                left_out.append(f"{name} ({exc.strerror or exc})")
-                continue
-            if hashlib.sha256(raw).hexdigest() != digest or size + len(raw) > budget:
-                left_out.append(f"{name} (not what the manifest says)")
-                continue
-            entries[name], size = raw, size + len(raw)
-        if left_out:
-            log.warning("compile cache folder %s: %d entries not used (compiled instead), "
-                        "such as %s", folder, len(left_out), left_out[0])
-    return entries
+                entries = {} if why else json.loads(_read_trusted(Path(folder) / MANIFEST))["entries"]
+                listed.update({k: (folder, v) for k, v in dict(entries).items()})
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                why = f"its manifest cannot be read ({type(exc).__name__})"
+            if why:
+                log.warning("compile cache folder %s not used: %s", folder, why)
+        return listed
+
+    def get(self, key):
+        """The entry's bytes for JAX cache ``key`` (str), or None: not listed, not root's
+        alone, or not what its manifest says (logged; a miss)."""
+        if self.listed is None:
+            self.listed = self._manifests()
+        folder, digest = self.listed.get(key, (None, None))
+        if folder is None:
+            return None
+        try:
+            raw = _read_trusted(Path(folder) / f"{key}{SUFFIX}")
+        except OSError as exc:
+            log.warning("compile cache entry %s not used: %s", key, exc.strerror or exc)
+            return None
+        if hashlib.sha256(raw).hexdigest() != digest:
+            log.warning("compile cache entry %s not used: not what its manifest says", key)
+            return None
+        return raw
 
 
 def _read_trusted(path):
@@ -206,55 +225,94 @@ def _read_trusted(path):
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
             raise OSError(f"{path} is not a regular file only root can write")
+        if info.st_size > ENTRY_BYTES:
+            raise OSError(f"{path} is larger than {ENTRY_BYTES} bytes")
         with os.fdopen(os.dup(fd), "rb") as file:
-            return file.read()
+            return file.read(ENTRY_BYTES + 1)
     finally:
         os.close(fd)
 
 
-class Held:
-    """JAX's cache interface over entries in memory: ``get`` counts hits and misses,
-    ``put`` keeps nothing (a learner's process writes no entry anyone else reads)."""
+def answer(conn, served, budget):
+    """Supervisor side: answer one request read from ``conn`` (a socket to the learner's
+    process): a key line in, its entry out (8-byte length, then the bytes; length 0: a
+    miss). Returns False when the learner's side closed, misbehaved or ``budget`` (a
+    one-element list: requests left) ran out; the caller then stops serving it."""
+    try:
+        line = conn.recv(KEY_CHARS + 1)
+        if not line or not line.endswith(b"\n") or budget[0] <= 0:
+            return False
+        budget[0] -= 1
+        key = line[:-1].decode("ascii", "replace")
+        raw = served.get(key) if KEY.fullmatch(key) else None
+        conn.sendall(len(raw or b"").to_bytes(8, "big") + (raw or b""))
+        return True
+    except OSError:  # a learner that stopped reading: no more answers
+        return False
 
-    def __init__(self, entries, path):
-        self._entries, self._path = dict(entries), path
+
+class Remote:
+    """JAX's cache interface in a learner's process: ``get`` asks the supervisor over a
+    socket for the one key JAX computed (a program the learner's process already holds),
+    and counts hits and misses; ``put`` keeps nothing."""
+
+    def __init__(self, fd, path):
+        import socket
+
+        self._conn, self._path = socket.socket(fileno=fd), path
         self.hits = self.misses = 0
 
     def get(self, key):
-        found = self._entries.get(key)
+        found = None
+        if KEY.fullmatch(key or ""):
+            self._conn.sendall(key.encode("ascii") + b"\n")
+            size = int.from_bytes(self._read(8), "big")
+            found = self._read(size) if size else None
         if found is None:
             self.misses += 1
         else:
             self.hits += 1
         return found
 
+    def _read(self, size):
+        chunks, left = [], size
+        while left:
+            chunk = self._conn.recv(min(left, 1 << 20))
+            if not chunk:
+                raise OSError("the supervisor closed the compile cache")
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
     def put(self, key, value):
         pass
 
 
-_held = None
+_remote = None
 
 
-def install(entries, path):
-    """Make ``entries`` (from :func:`load`) JAX's compilation cache in this process and
-    every process forked from it, read-only; call it before JAX's backend starts. Returns
-    False, changing nothing, when this JAX has no cache to hand them to."""
-    global _held
+def connect(fd, path):
+    """Learner side: make the supervisor's entries, through ``fd`` (a connected socket),
+    JAX's compilation cache in this process, read-only; before JAX's backend starts.
+    Does nothing when this JAX has no cache to hand them to."""
+    global _remote
     import jax
     from jax._src import compilation_cache
 
-    if not entries or not hasattr(compilation_cache, "_cache"):
-        return False
+    if not hasattr(compilation_cache, "_cache"):
+        return
     jax.config.update("jax_compilation_cache_dir", path)
     # JAX would serialise each compile to write it: a learner's never is.
     jax.config.update("jax_persistent_cache_min_compile_time_secs", NEVER_WRITE_S)
-    _held = Held(entries, path)
-    compilation_cache._cache = _held
+    _remote = Remote(fd, path)
+    compilation_cache._cache = _remote
     compilation_cache._cache_initialized = True
-    return True
 
 
 def counts():
-    """``{"hits", "misses"}`` of this process's in-memory cache, or None when none is
-    installed (what a learner's process reports with its reply)."""
-    return None if _held is None else {"hits": _held.hits, "misses": _held.misses}
+    """``{"hits", "misses"}`` of this process's cache, or None when it has none (what a
+    learner's process reports with its reply)."""
+    return None if _remote is None else {"hits": _remote.hits, "misses": _remote.misses}
+
+
+FOLDERS = []  # in the zygote: the warm folders it was started with (paths only)

@@ -3,11 +3,12 @@
 Runs in the grader's process (the command below, :func:`warm_all`) and in the warming
 process: a fresh interpreter the grader's process starts as root
 (:func:`autograder.sandbox.compile_cache.start_warming`), which never runs learner code,
-with the zygote's environment. :func:`main` runs each of an exercise's reference answers
-(its source notebook, and each sample answer that gets full marks) and then its probe, as a
-learner's process would, in a forked child with a backend of its own, while JAX's own
-cache writes every program compiled into a root-only staging folder; then it writes the
-manifest (each entry's SHA-256) and renames the folder into place.
+with the zygote's environment. :func:`main` runs the exercise's source notebook (its
+reference answer) and each of its sample answers in the answer cell, full-mark and wrong
+alike, then its probe, as a learner's process would, each in a forked child with a
+backend of its own, while JAX's own cache writes every program compiled into a root-only
+staging folder; then it writes the manifest (each entry's SHA-256) and renames the
+folder into place.
 
 ``python -m autograder.sandbox.warm [EXERCISE...]`` warms (as root) what is not warm yet,
 every registered exercise by default, and waits: after a deploy or a change of the
@@ -18,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import resource
 import shutil
 import signal
 import sys
@@ -25,28 +27,27 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder import defaults
 from autograder.sandbox import compile_cache
 
-RUN_SECONDS = 120  # one reference answer's run, at most
+RUN_SECONDS = 30  # one sample's run, at most (a sample that hangs is cut short)
+MEMORY_MIB = defaults.MEMORY_MIB  # a sample's run, as a learner's process
 
 
-def reference_runs(exercise):
+def warming_runs(exercise):
     """The cells of each warming run: the exercise's source notebook (its reference
-    answer in place), then the same with each full-mark sample answer in the answer cell
-    (``[[{"label", "source"}]]``, the cells a submission's request carries)."""
+    answer in place), then the same with each sample answer in the answer cell, full-mark
+    and wrong alike (``[[{"label", "source"}]]``, the cells a submission's request carries)."""
     from autograder import exercises, load
 
     found = exercises.get(exercise)
     base = [{"label": c.label, "source": c.source}
             for c in load.read("reference", found.source, exercise=exercise).cells]
     runs = [base]
-    expected = json.loads((found.samples / "expected.json").read_text("utf-8"))
-    for name, want in sorted(expected.items()):
-        sample = found.samples / f"{name}.py"
-        if isinstance(want, dict) and want.get("failed") == [] and sample.is_file():
-            answer = sample.read_text("utf-8")
-            runs.append([dict(c, source=answer) if c["label"] == "the answer cell" else c
-                         for c in base])
+    for sample in sorted(found.samples.glob("*.py")):
+        answer = sample.read_text("utf-8")
+        runs.append([dict(c, source=answer) if c["label"] == "the answer cell" else c
+                     for c in base])
     return runs
 
 
@@ -66,7 +67,7 @@ def main(exercise, folder):
         return
     staging = Path(tempfile.mkdtemp(prefix=".warm-", dir=folder))  # mode 0700
     try:
-        fill(exercise, staging, reference_runs(exercise))
+        fill(exercise, staging, warming_runs(exercise))
         publish(staging, target, compile_cache.key_parts(exercise, current.version(exercise),
                                                          os.environ))
     finally:
@@ -86,18 +87,30 @@ def fill(exercise, staging, runs):
 
     jax.config.update("jax_compilation_cache_dir", str(staging))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    # The programs' metadata (which the key leaves out) keeps no sample's file or lines:
+    # a learner's process that hits an entry may print its program.
+    jax.config.update("jax_traceback_in_locations_limit", 0)
+    jax.config.update("jax_hlo_source_file_canonicalization_regex", ".*")
     learner.preload([exercise])  # as the zygote does: JAX imported, no backend yet
     for seed, cells in enumerate(runs):
+        scratch = tempfile.mkdtemp(prefix="warm-run-")
         pid = os.fork()
         if pid == 0:
             try:
                 null = os.open(os.devnull, os.O_RDWR)
                 os.dup2(null, 0), os.dup2(null, 1), os.dup2(null, 2)
                 signal.alarm(RUN_SECONDS)
+                for limit, value in ((resource.RLIMIT_AS, MEMORY_MIB * 2**20),
+                                     (resource.RLIMIT_FSIZE, 64 * 2**20),
+                                     (resource.RLIMIT_CORE, 0)):
+                    resource.setrlimit(limit, (value, value))
+                os.chdir(scratch)
+                os.environ.update(HOME=scratch, TMPDIR=scratch)
                 _run(exercise, cells, seed)
             finally:
                 os._exit(0)
         os.waitpid(pid, 0)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run(exercise, cells, seed):

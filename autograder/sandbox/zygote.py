@@ -46,14 +46,14 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
 
 
 def main(path, exercises=(), cached=()):
-    """The zygote's entry point: preload ``exercises``, hold the compile cache's entries of
-    the folders ``cached`` (:mod:`autograder.sandbox.compile_cache`: read here, as the
-    grader's user, before any fork), listen on ``path``, say ready (and, on the same
-    line, why learner processes cannot be isolated, if they cannot), serve."""
+    """The zygote's entry point: preload ``exercises``, note the compile cache's warm
+    folders ``cached`` (:mod:`autograder.sandbox.compile_cache`: their paths only; each
+    supervisor serves their entries after it forked its learner), listen on ``path``, say
+    ready (and, on the same line, why learner processes cannot be isolated, if they
+    cannot), serve."""
     problem = confine.isolation_problem()
     learner.preload(exercises)
-    if cached:
-        compile_cache.install(compile_cache.load(cached), cached[0])
+    compile_cache.FOLDERS[:] = cached
     # What preload made lives as long as the zygote: out of the collector's sight, a
     # learner's gc.collect() (and each automatic one) skips those objects, and no
     # collection dirties the pages every fork shares (Python's gc.freeze docs).

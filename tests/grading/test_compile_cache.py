@@ -73,21 +73,68 @@ SPOILED = {
 }
 
 
+def served(folders):
+    """``{key: what the supervisor answers}`` for the keys of ``folders``' manifests and
+    one more, through the socket a learner's process asks on."""
+    import socket
+
+    ours, theirs = socket.socketpair()
+    remote = compile_cache.Remote(theirs.detach(), "/nowhere")
+    keys = ["good", "bad", "planted", "other-key"]
+    got = {}
+    for key in keys:
+        ours_ready = compile_cache.Served(folders)
+        import threading
+        thread = threading.Thread(target=compile_cache.answer, args=(ours, ours_ready, [1]))
+        thread.start()
+        got[key] = remote.get(key)
+        thread.join()
+    ours.close()
+    return {k: v for k, v in got.items() if v is not None}
+
+
 @needs_root
 @pytest.mark.parametrize("how", sorted(SPOILED))
 def test_a_spoiled_entry_is_a_miss(root, how):
     """Only the entries whose bytes are the manifest's, in files root alone can write, are
-    held; the spoiled one is left out (a miss: compiled again), the others still serve."""
+    served; the spoiled one is a miss (compiled again), the others still serve."""
     folder = _folder(root, {"good": b"good program", "bad": b"bad program"})
     SPOILED[how](folder / f"bad{compile_cache.SUFFIX}")
-    assert compile_cache.load([str(folder)]) == {"good": b"good program"}
+    assert served([str(folder)]) == {"good": b"good program"}
 
 
 @needs_root
-def test_an_entry_the_manifest_does_not_list_is_not_held(root):
+def test_an_entry_the_manifest_does_not_list_is_not_served(root):
     folder = _folder(root, {"good": b"good program"})
     (folder / f"planted{compile_cache.SUFFIX}").write_bytes(b"planted")
-    assert compile_cache.load([str(folder)]) == {"good": b"good program"}
+    assert served([str(folder)]) == {"good": b"good program"}
+
+
+def test_a_key_that_is_not_one_is_never_looked_up(tmp_path):
+    """A learner's process asks with any bytes: a path, a long line, no newline."""
+    import socket
+
+    class Counting(compile_cache.Served):
+        asked = []
+
+        def get(self, key):
+            self.asked.append(key)
+            return None
+
+    for line in (b"../../etc/shadow\n", b"a/b\n", b"x" * 400 + b"\n", b"no newline", b"\n"):
+        ours, theirs = socket.socketpair()
+        theirs.sendall(line)
+        compile_cache.answer(ours, Counting([]), [5])
+        ours.close(), theirs.close()
+    assert Counting.asked == []
+
+
+def test_a_flood_of_requests_ends_the_answers():
+    import socket
+
+    ours, theirs = socket.socketpair()
+    theirs.sendall(b"k\n")
+    assert compile_cache.answer(ours, compile_cache.Served([]), [0]) is False
 
 
 # Each way a folder (or one above it) may have been written by someone other than root
@@ -112,14 +159,14 @@ UNTRUSTED = {
 def test_a_folder_someone_else_could_write_is_not_read(root, how):
     folder = _folder(root, {"good": b"good program"})
     UNTRUSTED[how](folder)
-    assert compile_cache.load([str(folder)]) == {}
+    assert served([str(folder)]) == {}
 
 
 @needs_root
 def test_a_folder_reached_through_a_link_is_not_read(root):
     folder = _folder(root, {"good": b"good program"})
     (root / "link").symlink_to(folder)
-    assert compile_cache.load([str(root / "link")]) == {}
+    assert served([str(root / "link")]) == {}
     assert "symbolic link" in compile_cache.untrusted(root / "link")
 
 
@@ -160,23 +207,27 @@ def test_a_new_grading_version_is_never_served_the_old_folder(root, monkeypatch)
 
 
 def test_what_a_learner_process_writes_goes_nowhere():
-    held = compile_cache.Held({"k": b"program"}, "/nowhere")
-    held.put("k", b"planted")
-    held.put("new", b"planted")
-    assert (held.get("k"), held.get("new"), held.hits, held.misses) == (b"program", None, 1, 1)
+    import socket
+
+    ours, theirs = socket.socketpair()
+    remote = compile_cache.Remote(theirs.detach(), "/nowhere")
+    remote.put("k", b"planted")
+    ours.setblocking(False)
+    with pytest.raises(BlockingIOError):
+        ours.recv(1)  # nothing was sent to the supervisor
+    ours.close()
 
 
-def test_reference_runs_are_the_full_mark_samples_in_the_notebook():
-    """The warming runs: the source notebook, then each sample answer expected to pass every
-    check, in its answer cell; never one expected to fail a check."""
-    runs = warm.reference_runs("update_with_donate")
-    expected = json.loads((compile_cache.Path(__file__).parents[2] / "autograder" / "exercises"
-                           / "update_with_donate" / "hidden" / "samples" / "expected.json")
-                          .read_text())
-    full = [n for n, w in expected.items() if isinstance(w, dict) and w.get("failed") == []]
-    assert len(runs) == 1 + len(full)
+@pytest.mark.parametrize("exercise", ["update_with_donate", "fix_training_loop"])
+def test_every_sample_right_or_wrong_is_warmed(exercise):
+    """The warming runs: the source notebook, then each sample answer in its answer cell,
+    full-mark and wrong alike (a hit must not tell a right program from a wrong one)."""
+    from autograder import exercises
+
+    runs = warm.warming_runs(exercise)
+    samples = sorted(exercises.get(exercise).samples.glob("*.py"))
     answers = [[c["source"] for c in run if c["label"] == "the answer cell"] for run in runs]
     assert all(len(a) == 1 for a in answers)
-    wrong = compile_cache.Path(__file__).parents[2] / "autograder" / "exercises" / \
-        "update_with_donate" / "hidden" / "samples" / "wrong_arithmetic.py"
-    assert wrong.read_text() not in [a[0] for a in answers]
+    assert [a[0] for a in answers[1:]] == [p.read_text() for p in samples]
+    expected = json.loads((exercises.get(exercise).samples / "expected.json").read_text())
+    assert any(w.get("failed") for w in expected.values() if isinstance(w, dict))

@@ -225,7 +225,7 @@ def test_a_spoiled_entry_costs_only_its_compile(cache, monkeypatch, tmp_path):
     finally:
         on.stop()
     assert got == want
-    assert counts is None  # nothing held: every compile was a compile
+    assert counts["hits"] == 0 and counts["misses"] > 0, counts  # each one compiled instead
 
 
 @pytest.mark.parametrize("name", ["reference", "lambda_helper", "wrong_arithmetic", "no_donation",
@@ -241,3 +241,36 @@ def test_grades_are_the_same_with_the_cache_and_without(cache, monkeypatch, name
         finally:
             z.stop()
     assert grades[0] == grades[1]
+
+
+def memory_holds(pid, needles):
+    """Which of ``needles`` (bytes) are anywhere in the readable memory of process ``pid``."""
+    found = set()
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if "r" not in perms:
+                continue
+            start, end = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(start)
+                chunk = mem.read(end - start)
+            except (OSError, OverflowError, ValueError):
+                continue
+            found.update(n for n in needles if n in chunk)
+    return found
+
+
+def test_no_process_a_learner_is_forked_from_holds_an_entry(cache, monkeypatch):
+    """The zygote (which every supervisor and learner's process is forked from) holds the
+    folders' paths, never an entry: after a grading served by the cache none of the
+    entries' bytes is anywhere in its memory, so no learner's process can read one it did
+    not compile itself."""
+    needles = {p.read_bytes()[4:260] for p in cache.glob(f"*{compile_cache.SUFFIX}")}
+    z = zygote(cache, monkeypatch)
+    try:
+        _, counts, _ = grade(z, sample("reference"))
+        assert counts["hits"] > 0
+        assert memory_holds(z.proc.pid, needles) == set()
+    finally:
+        z.stop()
