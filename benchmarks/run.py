@@ -150,7 +150,7 @@ def compile_cache_folder(tmp):
     start = time.perf_counter()
     warm.warm_all(["update_with_donate"], folder=folder)
     print(f"compile cache: warmed in {time.perf_counter() - start:.1f} s "
-          "(the reference answers' and probe's programs, once per grading version)")
+          "(every sample answer's and the probe's programs, once per grading version)")
     return folder
 
 

@@ -264,10 +264,14 @@ class Remote:
 
     def get(self, key):
         found = None
-        if KEY.fullmatch(key or ""):
-            self._conn.sendall(key.encode("ascii") + b"\n")
-            size = int.from_bytes(self._read(8), "big")
-            found = self._read(size) if size else None
+        if self._conn is not None and KEY.fullmatch(key or ""):
+            try:
+                self._conn.sendall(key.encode("ascii") + b"\n")
+                size = int.from_bytes(self._read(8), "big")
+                found = self._read(size) if size else None
+            except OSError:  # the supervisor stopped answering: misses from now on, and no
+                self._conn.close()  # warning (JAX's would reach the probes' records)
+                self._conn = None
         if found is None:
             self.misses += 1
         else:
@@ -300,6 +304,7 @@ def connect(fd, path):
     from jax._src import compilation_cache
 
     if not hasattr(compilation_cache, "_cache"):
+        os.close(fd)
         return
     jax.config.update("jax_compilation_cache_dir", path)
     # JAX would serialise each compile to write it: a learner's never is.

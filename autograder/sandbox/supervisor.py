@@ -111,7 +111,10 @@ def _learner(request, limits, uid, scratch, log_path, write_fd, go_read, cache=N
         keep = () if cache is None else (cache.fileno(),)
         confine.confine(request, limits, uid, scratch, log_path, write_fd, keep)
         if cache is not None:
-            compile_cache.connect(cache.detach(), compile_cache.FOLDERS[0])
+            try:
+                compile_cache.connect(cache.detach(), compile_cache.FOLDERS[0])
+            except Exception:  # no cache then: every program is compiled
+                pass
         learner.serve(request, write_fd)
     finally:
         os._exit(70)

@@ -4,7 +4,9 @@ which folders and entries are trusted, and that a bad entry is a miss, never a p
 import hashlib
 import json
 import os
+import socket
 import stat
+import threading
 
 import pytest
 
@@ -73,22 +75,18 @@ SPOILED = {
 }
 
 
-def served(folders):
-    """``{key: what the supervisor answers}`` for the keys of ``folders``' manifests and
-    one more, through the socket a learner's process asks on."""
-    import socket
-
+def served(folders, keys=("good", "bad", "planted", "other-key")):
+    """``{key: entry}`` of ``keys`` that a supervisor serving ``folders`` answers with,
+    asked through the socket a learner's process asks on (misses left out)."""
     ours, theirs = socket.socketpair()
     remote = compile_cache.Remote(theirs.detach(), "/nowhere")
-    keys = ["good", "bad", "planted", "other-key"]
+    supervisor = compile_cache.Served(folders)
     got = {}
     for key in keys:
-        ours_ready = compile_cache.Served(folders)
-        import threading
-        thread = threading.Thread(target=compile_cache.answer, args=(ours, ours_ready, [1]))
-        thread.start()
+        answering = threading.Thread(target=compile_cache.answer, args=(ours, supervisor, [1]))
+        answering.start()
         got[key] = remote.get(key)
-        thread.join()
+        answering.join()
     ours.close()
     return {k: v for k, v in got.items() if v is not None}
 
@@ -112,8 +110,6 @@ def test_an_entry_the_manifest_does_not_list_is_not_served(root):
 
 def test_a_key_that_is_not_one_is_never_looked_up(tmp_path):
     """A learner's process asks with any bytes: a path, a long line, no newline."""
-    import socket
-
     class Counting(compile_cache.Served):
         asked = []
 
@@ -130,8 +126,6 @@ def test_a_key_that_is_not_one_is_never_looked_up(tmp_path):
 
 
 def test_a_flood_of_requests_ends_the_answers():
-    import socket
-
     ours, theirs = socket.socketpair()
     theirs.sendall(b"k\n")
     assert compile_cache.answer(ours, compile_cache.Served([]), [0]) is False
@@ -179,6 +173,9 @@ def test_a_sticky_folder_above_is_trusted(tmp_path):
     tmp_path.chmod(0o755)
     (sticky / "cache").mkdir(mode=0o700)
     assert compile_cache.untrusted(sticky / "cache") is None
+    (sticky / "cache").chmod(0o777 | stat.S_ISVTX)  # the cache itself: never
+    assert "writable by others" in compile_cache.untrusted(sticky / "cache")
+    (sticky / "cache").chmod(0o700)
     sticky.chmod(0o777)
     assert "writable by others" in compile_cache.untrusted(sticky / "cache")
 
@@ -207,8 +204,6 @@ def test_a_new_grading_version_is_never_served_the_old_folder(root, monkeypatch)
 
 
 def test_what_a_learner_process_writes_goes_nowhere():
-    import socket
-
     ours, theirs = socket.socketpair()
     remote = compile_cache.Remote(theirs.detach(), "/nowhere")
     remote.put("k", b"planted")
@@ -231,3 +226,13 @@ def test_every_sample_right_or_wrong_is_warmed(exercise):
     assert [a[0] for a in answers[1:]] == [p.read_text() for p in samples]
     expected = json.loads((exercises.get(exercise).samples / "expected.json").read_text())
     assert any(w.get("failed") for w in expected.values() if isinstance(w, dict))
+
+
+def test_a_supervisor_that_stops_answering_leaves_misses_without_a_warning(recwarn):
+    """A closed socket is a miss, never an error JAX would warn of (the probes record
+    warnings, so one would reach the grade)."""
+    ours, theirs = socket.socketpair()
+    remote = compile_cache.Remote(theirs.detach(), "/nowhere")
+    ours.close()
+    assert (remote.get("k"), remote.get("k"), remote.misses) == (None, None, 2)
+    assert len(recwarn) == 0
