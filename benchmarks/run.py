@@ -197,12 +197,15 @@ def main():
         cache = compile_cache_folder(tmp)
         if cache:
             cached, _ = grade_class(course, tmp / "grades-cached", cache)
-            same = graded(tmp / "grades") == graded(tmp / "grades-cached")
+            without, with_ = graded(tmp / "grades"), graded(tmp / "grades-cached")
+            same = without == with_
             hits, compiles = hit_rate(course, cache)
             print(f"python -m autograder, the same {n} with the compile cache: {cached:.1f} s = "
                   f"{cached / budget:.3f} x; hit rate {hits}/{compiles} = "
                   f"{hits / max(compiles, 1):.0%} of compiles; grades "
                   f"{'identical' if same else 'DIFFERENT'} with and without it")
+            for learner in sorted(k for k in without if without[k] != with_.get(k))[:3]:
+                print(f"  {learner}: without {without[learner][:600]}\n  with {with_.get(learner, '')[:600]}")
         theirs, m = nbgrader_class(course, args.nbgrader_size)
         rate_theirs = m / theirs
         print(f"nbgrader autograde, first {m} of the same submissions: {theirs:.1f} s "

@@ -43,6 +43,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -77,12 +78,18 @@ def _machine():
     return hashlib.sha256("\n".join([platform.machine(), *found]).encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def _packages():
+    """``{"jax": version, "jaxlib": version}`` as installed (read once: a grading service
+    asks for every grading)."""
+    return {name: metadata.version(name) for name in ("jax", "jaxlib")}
+
+
 def key_parts(exercise, version, environment):
     """What a folder of entries is keyed on (a JSON-able dict): ``exercise`` and its grading
     ``version``, JAX's, jaxlib's and Python's versions, the JAX and XLA variables of
     ``environment`` (the zygote's: platform, flags, device count) and the machine."""
-    return {"exercise": exercise, "grading_version": version,
-            "jax": metadata.version("jax"), "jaxlib": metadata.version("jaxlib"),
+    return {"exercise": exercise, "grading_version": version, **_packages(),
             "python": platform.python_version(),
             "environment": {k: v for k, v in sorted(environment.items())
                             if k.startswith(("JAX_", "XLA_"))},
@@ -154,24 +161,27 @@ def ready(versions, environment, folder=None):
     return found
 
 
-_warming = {}  # (exercise, folder) -> its warming process, while it runs
+_warming = {}  # (exercise, folder, environment) -> (its warming process, when it started)
+RETRY_S = 600  # a warming that ended without a warm folder is tried again this long after
 
 
-def start_warming(exercise, folder, environment, python=None):
+def start_warming(exercise, folder, environment, python=None, retry_s=RETRY_S):
     """Start a warming process for ``exercise`` into the cache at ``folder`` unless this
-    process already has one running; return it (a Popen) without waiting. It runs as this
-    process's user (root), in a session of its own, with ``environment``."""
+    process started one less than ``retry_s`` seconds ago (or it still runs); return the
+    one started (a Popen) without waiting. It runs as this process's user (root), in a
+    session of its own, with ``environment``."""
     from autograder.sandbox.confine import import_paths
 
-    running = _warming.get((exercise, str(folder)))
-    if running is not None and running.poll() is None:
+    which = (exercise, str(folder), json.dumps(environment, sort_keys=True))
+    running, since = _warming.get(which, (None, 0.0))
+    if running is not None and (running.poll() is None or time.monotonic() - since < retry_s):
         return running
     code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
             f"from autograder.sandbox.warm import main; main({exercise!r}, {str(folder)!r})")
     proc = subprocess.Popen([python or sys.executable, "-I", "-c", code], env=dict(environment),
                             cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    _warming[(exercise, str(folder))] = proc
+    _warming[which] = (proc, time.monotonic())
     return proc
 
 

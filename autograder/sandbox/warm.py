@@ -158,7 +158,7 @@ def warm_all(names, folder=None, environment=None):
     took = {}
     for name in names:
         start = time.monotonic()
-        compile_cache.start_warming(name, folder, environment).wait()
+        compile_cache.start_warming(name, folder, environment, retry_s=0).wait()
         took[name] = time.monotonic() - start
     return took
 

@@ -27,12 +27,10 @@ def test_the_key_follows_the_course(monkeypatch):
                compile_cache.key("update_with_donate", "v1", dict(ENV, XLA_FLAGS="")),
                compile_cache.key("update_with_donate", "v1", dict(ENV, JAX_PLATFORMS="cpu,tpu")),
                compile_cache.key("update_with_donate", "v1", dict(ENV, JAX_NUM_CPU_DEVICES="2"))]
-    real = compile_cache.metadata.version
+    real = compile_cache._packages()
     for package in ("jax", "jaxlib"):
-        monkeypatch.setattr(compile_cache.metadata, "version",
-                            lambda name, p=package: "9.9.9" if name == p else real(name))
+        monkeypatch.setattr(compile_cache, "_packages", lambda p=package: dict(real, **{p: "9.9.9"}))
         changed.append(compile_cache.key("update_with_donate", "v1", ENV))
-    monkeypatch.setattr(compile_cache.metadata, "version", real)
     monkeypatch.setattr(compile_cache, "_machine", lambda: "another CPU")
     changed.append(compile_cache.key("update_with_donate", "v1", ENV))
     assert len({base, *changed}) == len(changed) + 1
@@ -236,3 +234,24 @@ def test_a_supervisor_that_stops_answering_leaves_misses_without_a_warning(recwa
     ours.close()
     assert (remote.get("k"), remote.get("k"), remote.misses) == (None, None, 2)
     assert len(recwarn) == 0
+
+
+def test_a_failed_warming_is_not_retried_at_every_grading(monkeypatch, tmp_path):
+    """A grading service asks for every grading: one warming process at a time, and after
+    one that ended without a warm folder, none again for a while."""
+    started = []
+
+    class Ended:
+        def __init__(self, *args, **kwargs):
+            started.append(args)
+
+        def poll(self):
+            return 1
+
+    monkeypatch.setattr(compile_cache.subprocess, "Popen", Ended)
+    monkeypatch.setattr(compile_cache, "_warming", {})
+    for _ in range(3):
+        compile_cache.start_warming("update_with_donate", tmp_path, ENV)
+    assert len(started) == 1
+    compile_cache.start_warming("update_with_donate", tmp_path, ENV, retry_s=0)
+    assert len(started) == 2
