@@ -7,9 +7,12 @@ Root only (sandbox uids, mount namespaces); a cache of their own, warmed once pe
 import ast
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -22,14 +25,19 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: sandbox u
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A cache root (root's, 0700) with ``update_with_donate`` warm; its one folder."""
-    top = tmp_path_factory.mktemp("compile-cache")
+def cache():
+    """A cache root (root's, 0700) with ``update_with_donate`` warm; its one folder. Below
+    /var/tmp, so that every folder above the root is one a sandbox uid may pass through
+    (pytest's own are root's, 0700): the root's owner and modes alone keep it out."""
+    top = Path(tempfile.mkdtemp(prefix="compile-cache-test-", dir="/var/tmp"))
     top.chmod(0o755)
     root = top / "cache"
-    warm.warm_all([EXERCISE], folder=root)
-    (folder,) = [p for p in root.iterdir() if p.is_dir()]
-    return folder
+    try:
+        warm.warm_all([EXERCISE], folder=root)
+        (folder,) = [p for p in root.iterdir() if p.is_dir()]
+        yield folder
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def tree(folder):
@@ -200,8 +208,6 @@ def test_a_submission_cannot_touch_the_cache_and_the_next_grade_is_unchanged(cac
 def test_a_spoiled_entry_costs_only_its_compile(cache, monkeypatch, tmp_path):
     """Every entry of a copy of the cache spoiled a different way (flipped, truncated,
     another program's bytes, a link): the grade is the grade without a cache."""
-    import shutil
-
     copy_root = tmp_path / "spoiled"
     copy_root.mkdir(mode=0o700)
     tmp_path.chmod(0o755)
