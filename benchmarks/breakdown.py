@@ -85,14 +85,12 @@ def child(cells_runs, folders, runs):
 
 def measure(folders, runs):
     """``{step: median ms}`` from a fresh zygote-like process (the cache's ``folders``)."""
-    from autograder.sandbox import import_paths, zygote_environment
+    from autograder.sandbox import zygote_environment
     from benchmarks.run import EQUIVALENT, SAMPLES
 
     runs_cells = [[{"label": "the answer cell", "source": (SAMPLES / f"{n}.py").read_text()}]
                   for n in EQUIVALENT]
-    code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
-            f"from benchmarks.breakdown import child; "
-            f"child({runs_cells!r}, {list(folders)!r}, {runs})")
+    code = f"from benchmarks.breakdown import child; child({runs_cells!r}, {list(folders)!r}, {runs})"
     with tempfile.TemporaryDirectory() as scratch:
         done = subprocess.run([sys.executable, "-I", "-c", code], cwd=scratch, text=True,
                               capture_output=True, check=True,

@@ -170,14 +170,11 @@ def start_warming(exercise, folder, environment, python=None, retry_s=RETRY_S):
     process started one less than ``retry_s`` seconds ago (or it still runs); return the
     one started (a Popen) without waiting. It runs as this process's user (root), in a
     session of its own, with ``environment``."""
-    from autograder.sandbox.confine import import_paths
-
     which = (exercise, str(folder), json.dumps(environment, sort_keys=True))
     running, since = _warming.get(which, (None, 0.0))
     if running is not None and (running.poll() is None or time.monotonic() - since < retry_s):
         return running
-    code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
-            f"from autograder.sandbox.warm import main; main({exercise!r}, {str(folder)!r})")
+    code = f"from autograder.sandbox.warm import main; main({exercise!r}, {str(folder)!r})"
     proc = subprocess.Popen([python or sys.executable, "-I", "-c", code], env=dict(environment),
                             cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
