@@ -102,6 +102,13 @@ SLOT_BASE = 100
 # -- the sandbox, for the service and the command line -------------------------------
 CLI_TIMEOUT_S = 60.0
 """Wall-clock seconds per submission for ``python -m autograder`` and Gradescope."""
+COMPILE_CACHE = ""
+"""The grader's compile cache folder (autograder/sandbox/compile_cache.py); empty: off.
+Off by default: a submission that exhausts its own memory can grade otherwise with a
+warm cache than with a cold one (nothing left to compile), and a hit tells learner code
+which programs the samples compile (docs/instructors.md). Where an operator turns it on,
+``/var/cache/jax-donation-course/compile`` is outside the checkout, shared by every
+checkout on the machine."""
 MEMORY_MIB = 4096
 """Address-space limit per submission, in MiB (every grader)."""
 
@@ -339,6 +346,10 @@ SETTINGS = (
     Setting("GRADER_LEASE", LEASE_S, "seconds a claimed submission stays with its worker "
             "without renewal (renewed every third); after that another worker grades it",
             env=("GRADER_LEASE",), flag="--lease", parse=float),
+    Setting("GRADER_COMPILE_CACHE", COMPILE_CACHE, "folder of the grader's compile cache "
+            "(root's, mode 0700; used only when grading runs as root; empty, the default: off): every "
+            "grader on the machine shares it; derived, so left out of backups",
+            env=("GRADER_COMPILE_CACHE",)),
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
             "learners are hub users, see autograder/service/auth.py; 'local' under make "
             "serve: its one learner, GRADER_LEARNER, for requests holding GRADER_TOKEN, see "

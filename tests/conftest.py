@@ -13,6 +13,12 @@ from tests import tiers
 from tests.chromium import SharedChromium
 from tests.course import REPO, release
 
+# The grader's compile cache is machine-wide (/var/cache): the suite grades without it, so
+# that no test leaves a warming process behind or depends on what an earlier run warmed;
+# tests/grading/test_compile_cache.py gives it folders of its own. Set the variable to grade
+# the suite with one (the golden results must not change).
+os.environ.setdefault("GRADER_COMPILE_CACHE", "")
+
 
 def pytest_addoption(parser):
     parser.addoption("--fast", action="store_true",

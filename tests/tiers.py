@@ -72,6 +72,7 @@ NODES = {
     "tests/grading/test_gradescope.py": {"grader"},
     "tests/grading/test_private_outputs.py": {"grader"},  # builds the zips, grades a walker
     "tests/grading/test_contained.py": {"grader"},
+    "tests/grading/test_compile_cache_sandbox.py": {"grader"},  # warms, grades with zygotes
     "tests/grading/test_no_server_reached.py": {"grader"},
     "tests/grading/test_validate.py": {"nbgrader"},  # nbgrader validate's kernels
 }

@@ -18,7 +18,9 @@ named for the process they run in:
   grader or read root-only files), then the learner's code and the probes;
 - :mod:`~autograder.sandbox.wire`: the messages between them (the learner's
   process talks only through a private pipe; what it prints is kept as a
-  short tail); :mod:`~autograder.sandbox.uids`: the sandbox uids' leases.
+  short tail); :mod:`~autograder.sandbox.uids`: the sandbox uids' leases;
+- :mod:`~autograder.sandbox.compile_cache`: the programs grading compiles, compiled
+  once (warmed by :mod:`~autograder.sandbox.warm`, held by the zygote).
 
 No module here imports this one's own definitions, so the package has no
 import cycle (``tests/grading/test_imports.py``).
@@ -35,7 +37,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.sandbox import cgroups, wire
+from autograder.sandbox import cgroups, compile_cache, wire
 from autograder.sandbox.confine import HIDDEN, REPO, XLA_FLAGS, import_paths
 from autograder.sandbox.uids import Lease, kill_uid, lease_uid
 from autograder.sandbox.wire import Limits, Outcome
@@ -130,6 +132,7 @@ class Zygote:
         self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
         self.cannot_run = None  # why no learner process could run, when none could
         self.versions = {}  # exercise -> version of its grading the zygote preloaded
+        self.cached = []  # the compile cache's folders the zygote holds
         self.retired = []  # (zygote, when) replaced by a newer one, closed a while later
 
     def launch(self, exercises=()):
@@ -140,26 +143,30 @@ class Zygote:
         there rather than in every learner process. A running zygote whose preloaded
         probe of one of ``exercises`` is older than the files on disk
         (:func:`autograder.exercises.current.version`) is replaced by a new one: a
-        grading started after an instructor's edit observes with the new probe.
+        grading started after an instructor's edit observes with the new probe. So is
+        one started before the compile cache of its exercises was warm
+        (:mod:`autograder.sandbox.compile_cache`), once it is.
         """
         wanted = _versions(exercises)
         with self.lock:
             self._close_retired()
             if self.proc and self.proc.poll() is None:
-                if all(self.versions.get(ex, v) == v for ex, v in wanted.items()):
+                if all(self.versions.get(ex, v) == v for ex, v in wanted.items()) and \
+                        self.cached == _cached({**self.versions, **wanted}):
                     return
-                log.info("the grading of %s changed on disk: starting a new zygote",
-                         ", ".join(ex for ex, v in wanted.items() if self.versions.get(ex, v) != v))
+                log.info("the grading of %s changed on disk, or its compile cache is warm: "
+                         "starting a new zygote", ", ".join(sorted(wanted)))
                 # Closed later, not now: a grading thread may be connecting to it.
                 self.retired.append((self.proc, time.monotonic()))
                 wanted = {**_versions(self.versions), **wanted}
             self.versions = wanted
+            self.cached = _cached(wanted)
             self.ready, self.cannot_run = False, None
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
             code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
                     f"from autograder.sandbox.zygote import main; "
-                    f"main({self.path!r}, {tuple(sorted(wanted))!r})")
+                    f"main({self.path!r}, {tuple(sorted(wanted))!r}, {tuple(self.cached)!r})")
             env = zygote_environment()
             self.proc = subprocess.Popen([interpreter(), "-I", "-c", stack_at_hard_limit(code)],
                                          env=env,
@@ -227,6 +234,12 @@ class Zygote:
             self.proc.wait()
         if self.path:
             shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+
+
+def _cached(versions):
+    """The compile cache's warm folders for ``versions`` (``{exercise: version}``); a
+    warming process is started for each exercise whose folder is not warm yet."""
+    return compile_cache.ready(versions, zygote_environment())
 
 
 def _versions(exercises):

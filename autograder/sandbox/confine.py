@@ -55,13 +55,14 @@ PR_SET_NO_NEW_PRIVS = 38
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
 
 
-def confine(request, limits, uid, scratch, log_path, write_fd):
+def confine(request, limits, uid, scratch, log_path, write_fd, keep=()):
     """Confine this freshly forked process for running ``request``'s cells.
 
     ``limits`` is a :class:`~autograder.sandbox.Limits`; ``uid`` the leased
     sandbox uid (None when not root), which owns ``scratch``; stdout and
     stderr go to ``log_path``; every descriptor but ``write_fd`` (the reply
-    pipe) is closed. ``request["hide"]`` lists folders to cover.
+    pipe) and ``keep`` (the compile cache's socket) is closed. ``request["hide"]``
+    lists folders to cover.
     """
     os.setsid()
     # Past the file-size limit a write fails with EFBIG instead of killing us.
@@ -70,8 +71,11 @@ def confine(request, limits, uid, scratch, log_path, write_fd):
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0), os.dup2(log, 1), os.dup2(log, 2)
     # Close every inherited descriptor (the grader's socket among them).
-    os.closerange(3, write_fd)
-    os.closerange(write_fd + 1, 65536)
+    low = 3
+    for fd in sorted({write_fd, *keep}):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 65536)
     if uid is not None and _private_mounts(request.get("hide", ())):
         scratch = "/tmp/work"  # on the fresh tmpfs: nothing else is there
         os.mkdir(scratch, 0o700)

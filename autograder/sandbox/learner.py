@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 import autograder.exercises
-from autograder.sandbox import wire
+from autograder.sandbox import compile_cache, wire
 
 _shell = None  # IPython's shell, made once per zygote by preload()
 
@@ -127,7 +127,7 @@ def serve(request, reply_fd):
         from autograder.exercises.common import error_text
 
         obs = {"probe_error": error_text(exc)}
-    wire.write_reply(reply, errors, obs)
+    wire.write_reply(reply, errors, obs, compile_cache.counts())
     for stream in (sys.stdout, sys.stderr):  # keep what the learner printed
         try:
             stream.flush()

@@ -6,18 +6,21 @@ root, holding the submission's uid lease. It never runs learner code
 itself; it forks the learner's process (as root into a cgroup of the
 submission's own), reads its reply, kills whatever that process left running
 (the cgroup with ``cgroup.kill``, then the uid), and answers the grader with an
-:class:`~autograder.sandbox.Outcome`.
+:class:`~autograder.sandbox.Outcome`. Meanwhile it answers the learner's process's
+requests for compile cache entries (:mod:`autograder.sandbox.compile_cache`), which it
+reads only after that process was forked.
 """
 import ctypes
 import os
 import select
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from pathlib import Path
 
-from autograder.sandbox import cgroups, confine, learner, wire
+from autograder.sandbox import cgroups, compile_cache, confine, learner, wire
 from autograder.sandbox.uids import kill_uid
 from autograder.sandbox.wire import Outcome
 
@@ -55,18 +58,24 @@ def supervise(request, limits, lease):
         os.chown(scratch, uid, uid)
     read_fd, write_fd = os.pipe()
     go_read, go_write = os.pipe()
+    cache, cache_child = socket.socketpair() if compile_cache.FOLDERS else (None, None)
     _become_subreaper()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
         os.close(go_write)
-        _learner(request, limits, uid, scratch, log_path, write_fd, go_read)
+        if cache is not None:
+            cache.close()
+        _learner(request, limits, uid, scratch, log_path, write_fd, go_read, cache_child)
     os.close(write_fd)
     os.close(go_read)
+    if cache is not None:  # its entries are read only from now on, never in a forked learner
+        cache_child.close()
+        cache.settimeout(1.0)  # a learner that stops reading its answer is no longer served
     try:
         try:
             _let_go(pid, group, go_write)
-            raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds)
+            raw, code, timed_out = _collect(pid, read_fd, start + limits.seconds, cache)
             # read before the kill: the group's count goes with its folder
             memory_killed = group is not None and group.memory_kills() > 0
         finally:  # however it ended, this supervisor's own failures included
@@ -91,35 +100,54 @@ def _let_go(pid, group, go_write):
         os.close(go_write)
 
 
-def _learner(request, limits, uid, scratch, log_path, write_fd, go_read):
+def _learner(request, limits, uid, scratch, log_path, write_fd, go_read, cache=None):
     """In the forked child, the learner's process: wait until the supervisor has put it
-    in its cgroup, confine it, then run the code. Never returns."""
+    in its cgroup, confine it (keeping ``cache``, its end of the compile cache's socket,
+    when there is one), then run the code. Never returns."""
     try:
         if os.read(go_read, 1) != b"g":  # the supervisor failed: run nothing
             os._exit(70)
         os.close(go_read)
-        confine.confine(request, limits, uid, scratch, log_path, write_fd)
+        keep = () if cache is None else (cache.fileno(),)
+        confine.confine(request, limits, uid, scratch, log_path, write_fd, keep)
+        if cache is not None:
+            try:
+                compile_cache.connect(cache.detach(), compile_cache.FOLDERS[0])
+            except Exception:  # no cache then: every program is compiled
+                pass
         learner.serve(request, write_fd)
     finally:
         os._exit(70)
 
 
-def _collect(pid, read_fd, deadline):
-    """Read the reply until EOF and reap ``pid``; stop at ``deadline``."""
+def _collect(pid, read_fd, deadline, cache=None):
+    """Read the reply until EOF and reap ``pid``; stop at ``deadline``. Meanwhile answer
+    the learner's compile cache requests on ``cache`` (a socket, or None), with entries
+    of the zygote's folders (:class:`~autograder.sandbox.compile_cache.Served`)."""
     chunks, size, code, eof = [], 0, None, False
+    served, budget = compile_cache.Served(compile_cache.FOLDERS), [compile_cache.REQUESTS]
     while code is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
-        if not eof and select.select([read_fd], [], [], min(remaining, 0.05))[0]:
+        waits = ([] if eof else [read_fd]) + ([] if cache is None else [cache])
+        if waits:
+            ready = select.select(waits, [], [], min(remaining, 0.01 if eof else 0.05))[0]
+        else:
+            ready = []
+            time.sleep(min(remaining, 0.01))
+        if cache is not None and cache in ready and not compile_cache.answer(cache, served, budget):
+            cache.close()
+            cache = None
+        if read_fd in ready:
             data = os.read(read_fd, 65536)
             eof = not data
             size += len(data)
             if size <= REPLY_LIMIT:
                 chunks.append(data)
-        elif eof:
-            time.sleep(min(remaining, 0.01))
         code = _exit_code(pid)
+    if cache is not None:
+        cache.close()
     if code is not None and not eof:  # drain what is buffered after exit
         while select.select([read_fd], [], [], 0)[0] and (data := os.read(read_fd, 65536)):
             chunks.append(data)

@@ -10,8 +10,10 @@ reply). Two channels, one message each way:
   then a JSON line ``{"request", "limits", "uid"}``; back, a JSON line of
   the :class:`Outcome`.
 - learner -> supervisor, over a private pipe: one JSON object
-  ``{"cell_errors": [str], "obs": dict}``, the probes' observations. It is
-  data from untrusted code: :func:`read_reply` accepts any bytes.
+  ``{"cell_errors": [str], "obs": dict}``, the probes' observations, and
+  ``"compile_cache": {"hits", "misses"}`` where the zygote held a compile cache
+  (counts for the benchmarks, which no grade reads). It is data from untrusted
+  code: :func:`read_reply` accepts any bytes.
 """
 import json
 import socket
@@ -84,9 +86,13 @@ def receive_outcome(conn):
     return Outcome(**json.loads(line))
 
 
-def write_reply(file, cell_errors, obs):
-    """Learner side: the reply, ``cell_errors`` (list of str) and ``obs`` (JSON-able dict)."""
-    json.dump({"cell_errors": cell_errors, "obs": obs}, file)
+def write_reply(file, cell_errors, obs, compiles=None):
+    """Learner side: the reply, ``cell_errors`` (list of str), ``obs`` (JSON-able dict) and
+    ``compiles``, the compile cache's counts (a dict, or None: left out)."""
+    reply = {"cell_errors": cell_errors, "obs": obs}
+    if compiles is not None:
+        reply["compile_cache"] = compiles
+    json.dump(reply, file)
     file.flush()
 
 

@@ -16,7 +16,7 @@ import shutil
 import socketserver
 import sys
 
-from autograder.sandbox import confine, learner, supervisor
+from autograder.sandbox import compile_cache, confine, learner, supervisor
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -45,11 +45,15 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
             os._exit(0)
 
 
-def main(path, exercises=()):
-    """The zygote's entry point: preload ``exercises``, listen on ``path``, say ready
-    (and, on the same line, why learner processes cannot be isolated, if they cannot), serve."""
+def main(path, exercises=(), cached=()):
+    """The zygote's entry point: preload ``exercises``, note the compile cache's warm
+    folders ``cached`` (:mod:`autograder.sandbox.compile_cache`: their paths only; each
+    supervisor serves their entries after it forked its learner), listen on ``path``, say
+    ready (and, on the same line, why learner processes cannot be isolated, if they
+    cannot), serve."""
     problem = confine.isolation_problem()
     learner.preload(exercises)
+    compile_cache.FOLDERS[:] = cached
     # What preload made lives as long as the zygote: out of the collector's sight, a
     # learner's gc.collect() (and each automatic one) skips those objects, and no
     # collection dirties the pages every fork shares (Python's gc.freeze docs).
