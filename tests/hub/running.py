@@ -35,10 +35,24 @@ WAIT_S = 600  # give-up time for servers, not a timing assertion
 BROWSABLE = range(700, 980)
 
 
+def worker_ports() -> range:
+    """This pytest-xdist worker's share of :data:`BROWSABLE` (all of it without xdist):
+    hubs of two workers start at once, and a port both found free before either
+    listened would send one hub's requests to the other's proxy."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or count <= 1:
+        return BROWSABLE
+    share = len(BROWSABLE) // count
+    start = BROWSABLE.start + int(worker[2:]) % count * share
+    return range(start, start + share)
+
+
 def free_privileged_port() -> int:
     """A free port below 1024, as ``make hub`` uses by default (no learner can listen
-    there), and one Chromium will open (:data:`BROWSABLE`)."""
-    for port in random.sample(BROWSABLE, len(BROWSABLE)):
+    there), one Chromium will open (:data:`BROWSABLE`), from this worker's share."""
+    ports = worker_ports()
+    for port in random.sample(ports, len(ports)):
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
