@@ -156,7 +156,7 @@ drift: book
 	  --platform "$(DRIFT_PLATFORM)"
 
 # A consistent copy of everything the course keeps, taken while it runs, and putting it
-# back (servers stopped): autograder/service/backup.py; GRADER_DB, GRADER_COURSE and
+# back (servers stopped): autograder/service/commands/backup.py; GRADER_DB, GRADER_COURSE and
 # HUB_STATE say where the course's data is when not in this checkout. The backup is
 # its owner's only (0700/0600), holds the course's own files (hidden tests, sources)
 # and no pids, locks or sockets (docs/instructors.md, "Backups").

@@ -140,7 +140,7 @@ oldest held longer than 2 s, else it is answered 503."""
 RECORDED_RULES = ("best", "latest")
 RECORDED = "best"
 """Which graded submission is a learner's grade: ``best`` or ``latest`` (see
-``autograder/service/recorded.py`` for why best is the default)."""
+``autograder/service/gradebook/recorded.py`` for why best is the default)."""
 
 HUB_AUTHS = ("pam", "lti")
 """How people sign in under ``make hub``: PAM (the machine's accounts, the default) or an
@@ -351,9 +351,9 @@ SETTINGS = (
             "grader on the machine shares it; derived, so left out of backups",
             env=("GRADER_COMPILE_CACHE",)),
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "
-            "learners are hub users, see autograder/service/auth.py; 'local' under make "
+            "learners are hub users, see autograder/service/api/auth.py; 'local' under make "
             "serve: its one learner, GRADER_LEARNER, for requests holding GRADER_TOKEN, see "
-            "autograder/service/local_auth.py; 'none': the learner a request names",
+            "autograder/service/api/local_auth.py; 'none': the learner a request names",
             env=("GRADER_AUTH",), flag="--auth", choices=("none", "hub", "local")),
     # a learning-management system (LTI 1.3): grades back, its roster
     Setting("LTI_ISSUER", "", "the LMS's issuer (iss of its launches, e.g. "
@@ -412,7 +412,7 @@ LTI = ("LTI_ISSUER", "LTI_CLIENT_ID", "LTI_TOKEN_URL", "LTI_LINEITEMS_URL",
        "LTI_MEMBERSHIPS_URL", "LTI_KEY_FILE", "LTI_PRIVATE_KEY", "LTI_AUTHORIZE_URL",
        "LTI_JWKS_URL", "LTI_DEPLOYMENT_ID")
 """The LMS's registration of this tool (environment only: the hub, the service and every
-worker read the same variables; ``autograder/service/lti_tool.py``)."""
+worker read the same variables; ``autograder/service/lms/lti_tool.py``)."""
 GRADESCOPE = ("GRADESCOPE_VISIBILITY", "CLI_TIMEOUT", "CLI_MEMORY_MIB")
 """The settings of a Gradescope zip's build and its ``run_autograder``."""
 

@@ -193,7 +193,7 @@ def send(url, body, headers):
 def follow(url, sub_id, headers, deadline):
     """Poll submission ``sub_id`` until it is done; its answer, or None at ``deadline``
     (``time.monotonic()``). Each poll is held by the service until the submission is
-    graded or :data:`HOLD_S` passed (``?wait=``, autograder/service/waiting.py). A poll
+    graded or :data:`HOLD_S` passed (``?wait=``, autograder/service/api/waiting.py). A poll
     the service does not answer is tried again: the submission is stored, and a
     restarted service grades it."""
     request = urllib.request.Request(f"{url}/api/submissions/{sub_id}?wait={HOLD_S:g}",

@@ -23,8 +23,9 @@ from pathlib import Path
 from autograder.exercises import names
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
-from autograder.service import class_page, class_plots, class_stats
-from autograder.service.store import Store, submissions
+from autograder.service.class_views import class_page, class_plots, class_stats
+from autograder.service.store import Store
+from autograder.service.store.schema import submissions
 
 SHAPES = ("jit__lambda donates {a} of its {b} arguments; state still alive",
           "max abs error {a}.5 at index ({b}, {a})", "float{b}[{a}] instead of float32[{a}]")

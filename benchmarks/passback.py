@@ -7,7 +7,7 @@ and score checks behind an HTTP server) and a course's database (SQLite, as
 ``tests/lti/course.py`` writes it). ``--learners`` learners who launched get their grade
 recorded at a uniformly random moment of a ``--seconds`` window (the store's own write, as
 a grading thread finishes a submission, and the wake-up the service's grading threads
-give the sender), while the outbox's sender (:class:`autograder.service.outbox.Sender`,
+give the sender), while the outbox's sender (:class:`autograder.service.lms.outbox.Sender`,
 the loop the service runs) posts them (its access token kept between posts, as the
 service keeps it).
 
@@ -28,9 +28,9 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.service import lms_roster, lti_tool, outbox
-from autograder.service.ags import Client
-from autograder.service.recorded import late_by
+from autograder.service.gradebook.recorded import late_by
+from autograder.service.lms import lti_tool, outbox, roster as lms_roster
+from autograder.service.lms.ags import Client
 from benchmarks.run import grade_class, make_course
 from tests.lti.course import Course, max_points
 from tests.lti.platform import Platform

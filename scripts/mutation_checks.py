@@ -105,7 +105,7 @@ MUTATIONS = {
                           ["tests/grading/test_release_refusal.py",
                            "tests/service/test_course_changes.py::test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched"]),
     "penalties-written-once": ("the gradebook keeps penalties of an older late policy",
-                               "autograder/service/grading.py",
+                               "autograder/service/gradebook/sync.py",
                                [("        if self.store.mark(DEADLINES_MARK) == state:",
                                  "        if True:")],
                                ["tests/service/test_course_changes.py::test_an_edited_late_policy_applies_to_every_view_or_is_flagged"]),

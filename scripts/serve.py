@@ -96,7 +96,7 @@ def grader_key() -> str:
     """The key to the grading service for this run: $GRADER_TOKEN, else a new random one.
 
     The service takes requests holding it as :func:`learner_id` and no one else's
-    (``--auth local``, autograder/service/local_auth.py); the pages get it in the printed
+    (``--auth local``, autograder/service/api/local_auth.py); the pages get it in the printed
     site URL, the submit cells in JupyterLab's kernels' environment. Never written to a
     file the site serves."""
     return setting("GRADER_TOKEN") or secrets.token_urlsafe(24)

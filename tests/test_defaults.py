@@ -95,7 +95,8 @@ def _parsers():
     """``{program: (parse(argv) -> options, its settings)}`` for every program that takes
     settings, parsed as each does."""
     from autograder import __main__ as cli, gradescope
-    from autograder.service import __main__ as service, worker
+    from autograder.service import __main__ as service
+    from autograder.service.commands import worker
 
     return {"service": (service.parse, defaults.SERVICE),
             "worker": (worker.parse, defaults.WORKER),
@@ -185,8 +186,8 @@ LEARNER_IDS = ["ada", "a.b@c-d_e", "A" * 64, "A" * 65, "-ada", ".ada", "", "ada 
 
 def test_the_pages_check_learner_ids_as_the_service_does():
     """grader.js tests ids with ``new RegExp(LEARNER_PATTERN)``; the service with ``re``
-    (:func:`autograder.service.app.is_learner_id`)."""
-    from autograder.service.app import is_learner_id
+    (:func:`autograder.service.api.app.is_learner_id`)."""
+    from autograder.service.api.app import is_learner_id
 
     script = ("const [p, ids] = JSON.parse(process.argv[1]);"
               "process.stdout.write(JSON.stringify(ids.map(id => new RegExp(p).test(id))));")

@@ -7,9 +7,9 @@
 - :mod:`~autograder.service.grading`: grading threads that grade queued
   submissions with :mod:`autograder.pipeline` (the learner's code sandboxed) and
   store each typed result (:meth:`autograder.results.GradingResult.to_record`);
-- :mod:`~autograder.service.gradebook`: mirrors results into nbgrader's
+- :mod:`~autograder.service.gradebook.mirror`: mirrors results into nbgrader's
   gradebook so formgrader and ``nbgrader export`` see the same grades;
-- :mod:`~autograder.service.app`: the HTTP API (tornado); its replies carry
+- :mod:`~autograder.service.api.app`: the HTTP API (tornado); its replies carry
   results in Gradescope's format (:meth:`~autograder.results.GradingResult.to_gradescope`).
 
 The API is documented in ``autograder/SERVICE.md``.

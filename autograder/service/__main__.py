@@ -1,4 +1,6 @@
-"""Run the grading service: ``python -m autograder.service [options]``.
+"""Run the grading service: ``python -m autograder.service [options]``, or one of its
+commands: ``python -m autograder.service <command> ...`` (:data:`COMMANDS`; the same as
+``python -m autograder.service.<command> ...``, the spelling the docs use).
 
 Every option has an environment variable (shown in ``--help``); ``make serve``
 starts it with the defaults (:mod:`autograder.defaults`) on http://HOST:GRADER_PORT: the HTTP API and
@@ -7,6 +9,7 @@ alone, for deployments whose grading runs in ``python -m autograder.service.work
 processes elsewhere (several API processes can share one PostgreSQL database).
 """
 import asyncio
+import importlib
 import signal
 import sys
 
@@ -14,8 +17,12 @@ import tornado.httpserver
 
 from autograder import defaults, options
 from autograder.service import config
-from autograder.service.app import DRAIN_BYTES, Settings, make_app
+from autograder.service.api.app import DRAIN_BYTES, Settings, make_app
 from autograder.service.store import Caps
+
+# the instructors' and deployments' commands, each a module of autograder/service/commands/
+COMMANDS = ("backup", "deadlines", "members", "passback", "regrade", "worker")
+
 
 def parse(argv):
     p = config.parser("python -m autograder.service", "The course's grading service (HTTP API).",
@@ -30,7 +37,7 @@ def parse(argv):
 
 
 def settings_of(args, identity):
-    """The :class:`~autograder.service.app.Settings` the parsed ``args`` say."""
+    """The :class:`~autograder.service.api.app.Settings` the parsed ``args`` say."""
     caps = Caps(rate_count=args.rate.count, rate_seconds=args.rate.seconds,
                 per_learner=args.max_per_learner, per_client=args.max_per_client,
                 max_queue=args.max_queue, learner_bytes=args.learner_bytes)
@@ -45,17 +52,20 @@ def settings_of(args, identity):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:
+        return importlib.import_module(f"autograder.service.commands.{argv[0]}").main(argv[1:])
     args = parse(argv)
     config.setup_logging()
     store, mirror = config.open_store(args)
     grading = config.start_grading(args, store, mirror) if args.jobs else None
     identity = None
     if args.auth == "hub":
-        from autograder.service.auth import HubIdentity
+        from autograder.service.api.auth import HubIdentity
 
         identity = HubIdentity()
     elif args.auth == "local":
-        from autograder.service.local_auth import LocalIdentity
+        from autograder.service.api.local_auth import LocalIdentity
 
         try:
             identity = LocalIdentity.from_environment()

@@ -68,9 +68,9 @@ def venv_tools_on_path():
 
 
 def mirror_of(args):
-    """The :class:`~autograder.service.gradebook.Mirror` of ``args.course`` and ``args.db``:
+    """The :class:`~autograder.service.gradebook.mirror.Mirror` of ``args.course`` and ``args.db``:
     its gradebook is the course's gradebook.db with SQLite, else the service's database."""
-    from autograder.service.gradebook import Mirror
+    from autograder.service.gradebook.mirror import Mirror
     from autograder.service.store import database_url, url_text
     url = database_url(args.db)
     return Mirror(args.course, None if url.get_backend_name() == "sqlite" else url_text(url))

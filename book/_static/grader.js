@@ -45,7 +45,7 @@
     return given;
   }
   var GIVEN = remembered("grader", "course-grader-url");
-  // make serve's key to its grading service (autograder/service/local_auth.py)
+  // make serve's key to its grading service (autograder/service/api/local_auth.py)
   var KEY = remembered("grader_token", "course-grader-token");
   // The one learner of a one-person deployment (make serve names it: scripts/serve.py
   // learner_id()); without it the form asks for an id.

@@ -42,7 +42,7 @@ from pathlib import Path
 from jupyterhub.utils import subdomain_hook_idna
 
 from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting as setting
-from autograder.service import hub_admin
+from autograder.service.commands import hub_admin
 from deploy.hub import course_spawner, proxy
 
 c = get_config()  # noqa: F821
@@ -147,17 +147,17 @@ _dropped_db = []  # the grading database, opened on the first sign-in
 
 
 def _refuse_dropped(name):
-    """HTTPError 403 when ``name`` was dropped from the course (autograder/service/withdrawn.py);
+    """HTTPError 403 when ``name`` was dropped from the course (autograder/service/store/withdrawn.py);
     503 while the grading database cannot say (nobody is let in unchecked)."""
     from sqlalchemy.exc import SQLAlchemyError
     from tornado.web import HTTPError
 
-    from autograder.service import withdrawn
+    from autograder.service.api.auth import refuse_sign_in
     from autograder.service.store import Store
     try:
         if not _dropped_db:
             _dropped_db.append(Store(setting("GRADER_DB")))
-        withdrawn.refuse_sign_in(_dropped_db[0], name)
+        refuse_sign_in(_dropped_db[0], name)
     except SQLAlchemyError as exc:
         print(f"==> sign-in of {name} refused: the grading database cannot be read ({exc})",
               file=sys.stderr, flush=True)
@@ -174,7 +174,7 @@ c.JupyterHub.load_roles = [
     # the grading service asks the hub who is an admin (admins are instructors too)
     # and who its users are (the class page's roster)
     {"name": "grader-service", "services": ["grader"], "scopes": ["read:users", "list:users"]},
-    # the instructor's members command (autograder/service/members.py): a dropped learner's or a
+    # the instructor's members command (autograder/service/commands/members.py): a dropped learner's or a
     # demoted instructor's server stopped and hub user deleted, with every token of theirs
     {"name": "roster-command", "services": ["roster"], "scopes": ["admin:servers", "delete:users"]},
 ]
@@ -254,7 +254,7 @@ c.JupyterHub.services = [
         "timeout": 600,  # seconds to start: it imports JAX before it listens (slow when loaded)
     },
 ]
-# The hub token of the instructor's members command (autograder/service/members.py,
+# The hub token of the instructor's members command (autograder/service/commands/members.py,
 # hub_admin.py): a service named roster, with no server of its own.
 c.JupyterHub.services.append({"name": "roster", "api_token": hub_admin.service_token(STATE)})
 if AUTH == "pam":  # the class is the learners group, signed in or not (roster.group_learners)

@@ -23,7 +23,7 @@ What 1.6.3 does not check at the launch, added here (:meth:`LaunchCallback.decod
 
 * the ``deployment_id`` claim against ``LTI_DEPLOYMENT_ID`` (the library reads none);
 * the LMS course (the ``context`` claim): one LMS course per course, ``LTI_CONTEXT_ID`` or
-  the first instructor launch's (:func:`autograder.service.lms_roster.admit_context`),
+  the first instructor launch's (:func:`autograder.service.lms.roster.admit_context`),
   since one registration and deployment can be added to any course of the LMS;
 * the message type: only ``LtiResourceLinkRequest`` (the library also takes a deep-linking
   request, which asks the tool for a reply this course does not give);
@@ -36,7 +36,7 @@ What 1.6.3 does not check at the launch, added here (:meth:`LaunchCallback.decod
 
 What this module decides besides (:class:`LTISignIn`):
 
-* the user name is :func:`autograder.service.lti_tool.user_name` of the launch's ``iss``
+* the user name is :func:`autograder.service.lms.lti_tool.user_name` of the launch's ``iss``
   and ``sub`` (``lti-`` and 20 base32 characters): stable, a valid Unix name, the one the
   grading service's LMS roster uses, never the display name or e-mail (which a member
   can change, and which could name another account of the machine);
@@ -72,8 +72,8 @@ from ltiauthenticator.utils import convert_request_to_dict
 from tornado.web import HTTPError
 from traitlets import Bool, Unicode, default
 
-from autograder.service import lms_roster
-from autograder.service.lti_tool import user_name
+from autograder.service.lms import roster as lms_roster
+from autograder.service.lms.lti_tool import user_name
 from autograder.service.store import Store
 
 CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -280,7 +280,7 @@ class LaunchCallback(_LaunchCookies, LTI13CallbackHandler):
 
 class LTISignIn(LTI13Authenticator, LocalAuthenticator):
     """LTI13Authenticator with system users (LocalAuthenticator), the user name of
-    :func:`autograder.service.lti_tool.user_name`, the deployment id it checks, and who may
+    :func:`autograder.service.lms.lti_tool.user_name`, the deployment id it checks, and who may
     enter: a launch with a Learner or Instructor role (:func:`hub_groups`)."""
 
     login_handler = LoginInitiation
@@ -339,7 +339,7 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
     async def record_launch(self, claims):
         """Give the grading service the member of a launch that passed every check
         (``claims``: its id_token, the ``auth_state`` :meth:`authenticate` returns):
-        :func:`autograder.service.lms_roster.launched`. A database that cannot be written
+        :func:`autograder.service.lms.roster.launched`. A database that cannot be written
         is logged, and the member signed in all the same (the next launch records them)."""
         if not self.grading_db:
             return
@@ -363,7 +363,7 @@ class LTISignIn(LTI13Authenticator, LocalAuthenticator):
 
     def admit_context(self, claims):
         """Refuse a launch of another LMS course than this one's (or of none): the pinned
-        context (:func:`autograder.service.lms_roster.admit_context`; the first instructor
+        context (:func:`autograder.service.lms.roster.admit_context`; the first instructor
         launch pins it when ``context_id`` is empty). Raises IncorrectValueError (HTTP 400)
         saying why, or HTTPError 503 when the pin cannot be read (no launch is let in
         unchecked)."""

@@ -103,10 +103,11 @@ def test_the_reader_finds_a_cycle_closed_inside_a_function():
 
 
 # The service's views read stored results through autograder.results alone.
-VIEWS = ("autograder.service.app", "autograder.service.classroom", "autograder.service.gradebook",
-         "autograder.service.class_page", "autograder.service.class_stats",
-         "autograder.service.class_plots", "autograder.service.handler",
-         "autograder.service.recorded")
+VIEWS = ("autograder.service.api.app", "autograder.service.api.classroom",
+         "autograder.service.gradebook.mirror",
+         "autograder.service.class_views.class_page", "autograder.service.class_views.class_stats",
+         "autograder.service.class_views.class_plots", "autograder.service.api.handler",
+         "autograder.service.gradebook.recorded")
 GRADER = ("autograder.pipeline", "autograder.judge", "autograder.load", SANDBOX)
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from autograder import exercises, gradescope, judge, load, pipeline, results, sandbox
 from autograder.sandbox import Limits, Outcome
-from autograder.service.handler import submission_view
-from autograder.service.rows import Submission
+from autograder.service.api.handler import submission_view
+from autograder.service.store.rows import Submission
 from tests.grading.helpers import ASSIGNMENT, SAMPLES
 
 LIMITS = Limits(seconds=5)

@@ -3,8 +3,8 @@ import json
 
 from autograder import gradescope, judge, results
 from autograder.results import CheckResult, GradingResult
-from autograder.service.handler import submission_view
-from autograder.service.rows import Submission
+from autograder.service.api.handler import submission_view
+from autograder.service.store.rows import Submission
 from tests.grading.helpers import ASSIGNMENT
 
 

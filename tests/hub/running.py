@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from autograder.learner_submit import HOLD_S
-from autograder.service.waiting import WAITING
+from autograder.service.api.waiting import WAITING
 from tests.course import REPO, nbgrader_env
 from tests.hub.accounts import Account
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.service import class_stats
+from autograder.service.class_views import class_stats
 from tests.browser.pages import axe_violations, screenshot
 from tests.course import REPO
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.service.lateness import CACHE_S
+from autograder.service.gradebook.lateness import CACHE_S
 from tests.course import REPO, copy_tracked, nbgrader
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, released_notebook, with_answer
 from tests.hub.running import WAIT_S, Signed, running_hub
@@ -105,7 +105,7 @@ def _agree(hub, ins, learners, grades, tmp_path):
 
 
 def _regrade(hub, copy):
-    done = _command(copy, "autograder.service.regrade", ASSIGNMENT, "--wait",
+    done = _command(copy, "autograder.service.commands.regrade", ASSIGNMENT, "--wait",
                     "--db", hub.env["GRADER_DB"], "--course", hub.env["GRADER_COURSE"])
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -153,7 +153,7 @@ def test_points_checks_late_policy_and_releases_change_live_for_a_class(
 
     # a due date, late work under the default policy (zero), then the policy edited
     now = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    due = _command(copy, "autograder.service.deadlines", "--db", hub.env["GRADER_DB"],
+    due = _command(copy, "autograder.service.commands.deadlines", "--db", hub.env["GRADER_DB"],
                    "--course", str(course), "due", ASSIGNMENT, now)
     assert due.returncode == 0, due.stderr
     time.sleep(CACHE_S + 0.5)  # the service reads the gradebook's dates this often

@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.service.lateness import CACHE_S
+from autograder.service.gradebook.lateness import CACHE_S
 from tests.course import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
-from tests.hub.running import Signed, WAIT_S, class_csv_when, json_of
+from tests.hub.running import WAIT_S, Signed, class_csv_when, json_of
 
 EXERCISE = "donation_report"  # the other hub tests submit update_with_donate
 
@@ -85,8 +85,8 @@ def test_deadline_late_work_extension_and_regrade_agree_everywhere(hub, sign_in,
 
     # a deadline now: what was handed in stays on time
     now = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    _instructor_command(hub, "autograder.service.deadlines", "due", EXERCISE, now)
-    _instructor_command(hub, "autograder.service.deadlines", "extend", EXERCISE, bob.name, "2")
+    _instructor_command(hub, "autograder.service.commands.deadlines", "due", EXERCISE, now)
+    _instructor_command(hub, "autograder.service.commands.deadlines", "extend", EXERCISE, bob.name, "2")
     time.sleep(CACHE_S + 0.5)  # the service reads the gradebook's dates this often
     _three_views(hub, ins, {ada.name: (full, 0.0), bob.name: (partial, 0.0)}, tmp_path)
 
@@ -98,7 +98,7 @@ def test_deadline_late_work_extension_and_regrade_agree_everywhere(hub, sign_in,
     _three_views(hub, ins, after, tmp_path)
 
     # a regrade grades each recorded submission again, at its own submission time
-    said = _instructor_command(hub, "autograder.service.regrade", EXERCISE)
+    said = _instructor_command(hub, "autograder.service.commands.regrade", EXERCISE)
     assert "3 recorded submission(s) queued" in said, said
     deadline = time.monotonic() + WAIT_S
     while any(s["status"] != "done" for learner in (ada, bob, cy)

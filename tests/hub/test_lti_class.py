@@ -15,7 +15,7 @@ from csv import DictReader
 
 import requests
 
-from autograder.service.lti_tool import user_name
+from autograder.service.lms.lti_tool import user_name
 from tests.hub.accounts import hub_users
 from tests.lti.platform import INSTRUCTOR, LEARNER
 

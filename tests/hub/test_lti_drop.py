@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from autograder.service.lti_tool import user_name
-from autograder.service.withdrawn import FIRST_NAME
+from autograder.service.lms.lti_tool import user_name
+from autograder.service.store.withdrawn import FIRST_NAME
 from tests.grading.helpers import released_notebook, samples_dir, with_answer
 from tests.hub.running import WAIT_S, json_of
 from tests.hub.test_drop import EXERCISE, roster_command
-from tests.hub.test_lti_class import hub_token, http_launch
+from tests.hub.test_lti_class import http_launch, hub_token
 from tests.lti.platform import INSTRUCTOR
 
 

@@ -2,8 +2,8 @@
 database (tests/lti/course.py) for the LMS tests."""
 import pytest
 
-from autograder.service import lti_tool
-from autograder.service.ags import Client
+from autograder.service.lms import lti_tool
+from autograder.service.lms.ags import Client
 from tests.lti.course import Course
 from tests.lti.platform import Platform
 

@@ -13,8 +13,8 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.results import CheckResult, GradingResult
 from autograder.service.config import venv_tools_on_path
-from autograder.service.gradebook import update_or_create_submission
-from autograder.service.lateness import Deadlines
+from autograder.service.gradebook.lateness import Deadlines
+from autograder.service.gradebook.mirror import update_or_create_submission
 from autograder.service.store import Caps, Store
 
 EXERCISE = "update_with_donate"

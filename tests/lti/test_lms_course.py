@@ -1,10 +1,10 @@
 """One LMS course per course, and grades into the LMS's own column, against the LTI 1.3
 platform on loopback (tests/lti/platform.py) and a course's real database: a launch of
 another LMS course (or of none) is refused whoever makes it and changes nothing stored
-(autograder/service/lms_roster.py's ``admit_context``); the column an instructor made in
+(autograder/service/lms/roster.py's ``admit_context``); the column an instructor made in
 the LMS gets the exercise's grades; a line item deleted in the LMS is made again, the
 LMS's own column deleted or a permanent refusal is marked refused, shown, not retried,
-and sent again by the instructor's re-send (autograder/service/outbox.py). The same
+and sent again by the instructor's re-send (autograder/service/lms/outbox.py). The same
 through make hub and Chromium: tests/hub/test_lti_launch.py."""
 from __future__ import annotations
 
@@ -16,12 +16,13 @@ import time
 import pytest
 from sqlalchemy import select
 
-from autograder.service import lms_roster as roster, outbox, passback as passback_command
+from autograder.service.commands import passback as passback_command
+from autograder.service.gradebook.recorded import late_by
 from autograder.service.grading import GradingThreads
-from autograder.service.recorded import late_by
-from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
-from tests.lti.course import EXERCISE, max_points
+from autograder.service.lms import outbox, roster as roster
+from autograder.service.store.schema import lti_context, lti_lineitems, lti_people, passback
 from tests.course import REPO
+from tests.lti.course import EXERCISE, max_points
 from tests.lti.platform import COURSE, INSTRUCTOR, LEARNER, LTI
 
 ADMIN = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"

@@ -1,5 +1,5 @@
 """Grades back to a real LTI 1.3 platform on loopback (tests/lti/platform.py): the
-outbox (autograder/service/outbox.py) posts each learner's recorded grade once, and keeps
+outbox (autograder/service/lms/outbox.py) posts each learner's recorded grade once, and keeps
 it right through resubmissions, late work, extensions, regrades, an LMS outage and a
 sender killed mid-post."""
 from __future__ import annotations
@@ -16,13 +16,13 @@ from collections import Counter
 import jwt
 import requests
 
-from autograder.service import lms_roster as roster, lti_tool, outbox
-from autograder.service.class_view import summary
-from autograder.service.lti_tool import CLIENT_ASSERTION_TYPE
-from autograder.service.recorded import late_by
+from autograder.service.class_views.class_view import summary
+from autograder.service.gradebook.recorded import late_by
+from autograder.service.lms import lti_tool, outbox, roster as roster
+from autograder.service.lms.lti_tool import CLIENT_ASSERTION_TYPE
+from tests.course import REPO
 from tests.lti.course import EXERCISE, max_points
 from tests.lti.platform import INSTRUCTOR
-from tests.course import REPO
 
 HOUR, DAY = 3600.0, 86400.0
 

@@ -1,6 +1,6 @@
 """The tool's private key file: made once, whole, and the same key for every process of
 the course (the LMS knows one public key)."""
-from autograder.service import lti_tool
+from autograder.service.lms import lti_tool
 
 
 def test_a_process_starting_while_the_key_is_made_reads_the_whole_key(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.service import backup
+from autograder.service.commands import backup
 from autograder.service.store import Store
 from tests.course import REPO
 from tests.grading.helpers import ASSIGNMENT
@@ -178,8 +178,9 @@ def _class_views(service):
     (score, max score)}}``: nbgrader export, the class CSV (api/class.csv's own
     function), the class view (api/class's), and the gradebook's max score."""
     from autograder import defaults
-    from autograder.service import classroom, roster
-    from autograder.service.class_view import summary
+    from autograder.service.api import classroom
+    from autograder.service.class_views import roster
+    from autograder.service.class_views.class_view import summary
     url = service.gradebook_url()
     csv_rows = [r for r in csv.DictReader(io.StringIO(classroom.gradebook_csv(url)))
                 if r["assignment"] == ASSIGNMENT]
@@ -230,12 +231,12 @@ def test_a_restored_course_is_the_course_that_was_backed_up(monkeypatch):
             tests = first / TESTS  # the instructor reweights one check: 2 -> 3 points
             tests.write_text(tests.read_text().replace(VALUES, VALUES.replace("(2,", "(3,")))
             args = ["--db", str(service.db), "--course", str(service.course)]
-            done = _command(first, "autograder.service.regrade", ASSIGNMENT, "--wait", *args)
+            done = _command(first, "autograder.service.commands.regrade", ASSIGNMENT, "--wait", *args)
             assert done.returncode == 0 and "ada: 10/10 -> 11/11" in done.stdout, done.stdout
             service.settled_rows()
             before = _class_views(service)
             assert {v["ada"] for v in before.values()} == {(11.0, 11.0)}, before
-            saved = _command(first, "autograder.service.backup", *args, "save", str(top / "backup"))
+            saved = _command(first, "autograder.service.commands.backup", *args, "save", str(top / "backup"))
             assert saved.returncode == 0, saved.stderr
         finally:
             service.stop()
@@ -244,7 +245,7 @@ def test_a_restored_course_is_the_course_that_was_backed_up(monkeypatch):
         assert _command(fresh, "autograder.release", ASSIGNMENT).returncode == 0  # make release's
         assert os.stat(fresh / "exercises" / "gradebook.db").st_mode & 0o777 == 0o600
         args = ["--db", str(top / "second-data" / "grading.db"), "--course", str(fresh / "exercises")]
-        back = _command(fresh, "autograder.service.backup", *args, "restore", str(top / "backup"))
+        back = _command(fresh, "autograder.service.commands.backup", *args, "restore", str(top / "backup"))
         assert back.returncode == 0, back.stderr
         assert f"{ASSIGNMENT}/hidden/tests.py" in back.stdout, back.stdout  # it says what it put back
         assert (fresh / TESTS).read_text() == tests.read_text()
@@ -254,7 +255,7 @@ def test_a_restored_course_is_the_course_that_was_backed_up(monkeypatch):
         try:
             again.settled_rows()
             assert _class_views(again) == before
-            done = _command(fresh, "autograder.service.regrade", ASSIGNMENT, "--wait", *args)
+            done = _command(fresh, "autograder.service.commands.regrade", ASSIGNMENT, "--wait", *args)
             assert done.returncode == 0 and "ada: 11/11 -> 11/11" in done.stdout, done.stdout
             again.settled_rows()
             assert _class_views(again) == before

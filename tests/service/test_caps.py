@@ -1,9 +1,9 @@
 """Which cap a submission meets and what its sender reads then, in-process: the pure
-decisions of :mod:`autograder.service.caps` over counts, as the store and the API
+decisions of :mod:`autograder.service.store.caps` over counts, as the store and the API
 hand them over (the store's own reading of the counts: tests/service/test_store.py)."""
 import pytest
 
-from autograder.service.caps import Caps, learner_cap, queue_cap, refusal, waits_on_queue
+from autograder.service.store.caps import Caps, learner_cap, queue_cap, refusal, waits_on_queue
 
 CAPS = Caps(rate_count=3, rate_seconds=60.0, per_learner=2, per_client=4, max_queue=10,
             learner_bytes=1000)

@@ -9,7 +9,7 @@ import pytest
 
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
-from autograder.service import class_page, class_stats
+from autograder.service.class_views import class_page, class_stats
 from autograder.service.store import Caps, Store
 from tests.course import REPO
 from tests.grading.helpers import ASSIGNMENT
@@ -156,7 +156,7 @@ def test_an_api_process_imports_matplotlib_only_to_draw_the_page():
     import sys
 
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, autograder.service.app, autograder.service.worker; "
+        [sys.executable, "-c", "import sys, autograder.service.api.app, autograder.service.commands.worker; "
          "print(sorted(m for m in sys.modules if m.partition('.')[0] == 'matplotlib'))"],
         cwd=REPO, capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr
@@ -220,7 +220,7 @@ def test_a_masked_observation_reads_back_as_written_whatever_it_quotes(store, ch
 
 def test_exercises_in_course_order_and_an_empty_one_draws_no_plot(store):
     from autograder.exercises import names
-    from autograder.service.roster import Roster
+    from autograder.service.class_views.roster import Roster
     _graded(store, "ada", None)
     course = Roster(learners={"ada": True}, exercises=tuple(sorted(names())),
                     points=dict.fromkeys(names(), 10.0))
@@ -240,7 +240,7 @@ def test_a_refusal_of_the_class_page_is_a_page():
     assert "This is the instructors&#x27; view of the class." in page
 
 
-class _SignsInFirst(__import__("autograder.service.local_auth", fromlist=["x"]).LocalIdentity):
+class _SignsInFirst(__import__("autograder.service.api.local_auth", fromlist=["x"]).LocalIdentity):
     """make serve's identity with somewhere to sign in, as the hub's has (HubIdentity): a
     browser's page view without a sign-in is sent there, as on an instructor's first visit."""
 
@@ -259,8 +259,8 @@ def _visit(tmp_path, identity, headers):
     import tornado.httpserver
 
     from autograder import defaults
-    from autograder.service.app import Settings, make_app
-    from autograder.service.gradebook import Mirror
+    from autograder.service.api.app import Settings, make_app
+    from autograder.service.gradebook.mirror import Mirror
 
     logged = []
     handler = logging.Handler(logging.ERROR)

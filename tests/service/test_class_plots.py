@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from autograder.service import class_page, class_stats
-from autograder.service.class_page import STATIC
+from autograder.service.class_views import class_page, class_stats
+from autograder.service.class_views.class_page import STATIC
 from tests.browser.pages import screenshot
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.test_class_page import DONATES, _graded, golden, store  # noqa: F401
@@ -83,7 +83,7 @@ def whole_page(store):  # noqa: F811
     """A class page as an instructor reads it: long feedback and names, a notebook that
     could not be graded, every exercise of the course (most with no submission yet)."""
     from autograder.exercises import names
-    from autograder.service.roster import Roster
+    from autograder.service.class_views.roster import Roster
     from tests.service.test_class_page import NOT_GRADED, _not_graded
     none = golden("no_donation/update_with_donate", DONATES)
     for i, output in enumerate([none] * 3 + [None] * 2):

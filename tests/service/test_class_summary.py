@@ -1,13 +1,13 @@
 """The class summary as a pure function of typed submissions, in-process:
-:func:`autograder.service.class_view.class_summary` (the store-backed view, with a
+:func:`autograder.service.class_views.class_view.class_summary` (the store-backed view, with a
 real gradebook's deadlines: tests/service/test_class_view.py, tests/lti)."""
 import datetime
 
 from autograder.results import CheckResult, GradingResult
-from autograder.service.class_view import class_summary
-from autograder.service.lateness import Lateness
-from autograder.service.recorded import on_time
-from autograder.service.rows import Submission
+from autograder.service.class_views.class_view import class_summary
+from autograder.service.gradebook.lateness import Lateness
+from autograder.service.gradebook.recorded import on_time
+from autograder.service.store.rows import Submission
 
 DUE = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.timezone.utc)
 

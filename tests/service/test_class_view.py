@@ -4,7 +4,8 @@ import pytest
 
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
-from autograder.service.class_view import listing, summary
+from autograder.service.api.classroom import listing
+from autograder.service.class_views.class_view import summary
 from autograder.service.store import Caps, Store
 from tests.grading.helpers import ASSIGNMENT
 

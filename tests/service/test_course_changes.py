@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder import exercises, learner_submit
-from autograder.service.app import POINTS_CHECK_S
+from autograder.service.api.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
 from tests.service.running import Service, http
@@ -69,7 +69,7 @@ def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(tmp_
         assert (graded["score"], graded["max_score"]) == (11, 11), graded["output"]
         assert graded["extra_data"]["version"] != service.get(first)["result"]["extra_data"]["version"]
 
-        done = _command(root, "autograder.service.regrade", ASSIGNMENT, "--wait",
+        done = _command(root, "autograder.service.commands.regrade", ASSIGNMENT, "--wait",
                         "--db", str(service.db), "--course", str(service.course))
         assert done.returncode == 0, done.stderr
         assert "gradebook points set" in done.stdout and "ada: 10/10 -> 11/11" in done.stdout, \
@@ -220,7 +220,7 @@ def _standing(service, learner):
 def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(tmp_path):
     root, service, answer = _course(tmp_path)
     try:
-        due = _command(root, "autograder.service.deadlines", "--db", str(service.db),
+        due = _command(root, "autograder.service.commands.deadlines", "--db", str(service.db),
                        "--course", str(service.course), "due", ASSIGNMENT, "2020-01-01 00:00")
         assert due.returncode == 0, due.stderr
         time.sleep(5.5)  # the service reads new dates within 5 s (docs/instructors.md)
@@ -259,14 +259,14 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
     hub.mkdir()
     sqlite3.connect(hub / "jupyterhub.sqlite").execute("CREATE TABLE users (name TEXT)").connection.commit()
     (hub / "jupyterhub_cookie_secret").write_text("secret\n")
-    from autograder.service.roster import enroll
+    from autograder.service.class_views.roster import enroll
     enroll(service.gradebook_url(), ["ada"])  # an extension names an enrolled learner
     for what in (["due", ASSIGNMENT, "2030-01-01 00:00"], ["extend", ASSIGNMENT, "ada", "48"]):
-        assert _command(REPO, "autograder.service.deadlines", *args, *what).returncode == 0
+        assert _command(REPO, "autograder.service.commands.deadlines", *args, *what).returncode == 0
     learners = [f"l{i}" for i in range(6)] + ["ada"]
     ids = {who: service.submit(who, notebook_with(course_template, "reference")) for who in learners}
     backup = tmp_path / "backup"
-    saved = _command(REPO, "autograder.service.backup", *args, "save", str(backup),
+    saved = _command(REPO, "autograder.service.commands.backup", *args, "save", str(backup),
                      env={"HUB_STATE": str(hub)})
     assert saved.returncode == 0, saved.stderr
     assert any(r["status"] in ("queued", "running") for r in service.rows().values())  # mid-burst
@@ -280,7 +280,7 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
     for lost in ([] if db else [Path(service.db), service.course / "gradebook.db"]):
         lost.unlink()
     (hub / "jupyterhub.sqlite").unlink()
-    back = _command(REPO, "autograder.service.backup", *args, "restore", str(backup),
+    back = _command(REPO, "autograder.service.commands.backup", *args, "restore", str(backup),
                     env={"HUB_STATE": str(hub)})
     assert back.returncode == 0, back.stderr
     assert sqlite3.connect(hub / "jupyterhub.sqlite").execute("SELECT * FROM users").fetchall() == []
@@ -290,7 +290,7 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
         again.settled_rows()
         assert {k: float(v["score"]) for k, v in again.export().items()} == \
             {who: 10.0 for who in learners}
-        shown = _command(REPO, "autograder.service.deadlines", *args, "show").stdout
+        shown = _command(REPO, "autograder.service.commands.deadlines", *args, "show").stdout
         assert "2030-01-01" in shown and "ada" in shown, shown
     finally:
         again.stop()

@@ -7,8 +7,8 @@ import subprocess
 import sys
 import time
 
-from autograder.service import roster
-from autograder.service.lateness import CACHE_S
+from autograder.service.class_views import roster
+from autograder.service.gradebook.lateness import CACHE_S
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.running import http

@@ -1,9 +1,9 @@
-"""What ``/api/health`` says, in-process: :func:`autograder.service.health.report` over
+"""What ``/api/health`` says, in-process: :func:`autograder.service.api.health.report` over
 what the API read (heartbeat rows, problems, out-of-date warnings). The real route
 answers in tests/service/test_api.py and test_restart.py."""
 import json
 
-from autograder.service.health import report
+from autograder.service.api.health import report
 
 EX = ["update_with_donate"]
 

@@ -1,11 +1,12 @@
 """What a launch from an LMS tells the class views (the hub's sign-in records it with
-:func:`autograder.service.lms_roster.launched`; tests/hub/test_lti_class.py does it through
+:func:`autograder.service.lms.roster.launched`; tests/hub/test_lti_class.py does it through
 ``make hub``): the member's LMS name beside their user name on the class page and in the
 class CSV (nbgrader's ``last_name``), and "never launched" only for the LMS's learners who
 never did. The roster's other sources: tests/service/test_roster.py."""
-from autograder.service import class_page, class_stats, lms_roster, outbox, roster
-from autograder.service.classroom import gradebook_csv
-from autograder.service.lti_tool import user_name
+from autograder.service.api.classroom import gradebook_csv
+from autograder.service.class_views import class_page, class_stats, roster
+from autograder.service.lms import outbox, roster as lms_roster
+from autograder.service.lms.lti_tool import user_name
 from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
 from tests.service.test_roster import gradebook, made_gradebook  # noqa: F401  (fixtures)
 

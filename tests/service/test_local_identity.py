@@ -10,9 +10,9 @@ import tornado.httpclient
 import tornado.httpserver
 
 from autograder import defaults
-from autograder.service.app import Settings, make_app
-from autograder.service.gradebook import Mirror
-from autograder.service.local_auth import LocalIdentity
+from autograder.service.api.app import Settings, make_app
+from autograder.service.api.local_auth import LocalIdentity
+from autograder.service.gradebook.mirror import Mirror
 from autograder.service.store import Caps, Store, database_url
 
 KEY = "k" * 8 + "-a-key-of-this-run-0123"

@@ -11,9 +11,10 @@ from nbgrader.api import Gradebook
 
 from autograder.judge import hidden_tests
 from autograder.results import CheckResult, GradingResult
-from autograder.service.gradebook import Mirror, NotReady
-from autograder.service.grading import ROUND, GradebookTaken, GradingThreads
-from autograder.service.out_of_date import DEADLINES_MARK
+from autograder.service.gradebook.mirror import Mirror, NotReady
+from autograder.service.gradebook.out_of_date import DEADLINES_MARK
+from autograder.service.gradebook.sync import ROUND, GradebookTaken
+from autograder.service.grading import GradingThreads
 from autograder.service.store import Caps, Store
 from tests.course import copy_course
 from tests.grading.helpers import ASSIGNMENT, released_notebook
@@ -157,10 +158,10 @@ def test_a_submission_graded_during_a_gradebook_round_is_written_after_it(course
                 store.pending = (ids[-1], "host:1:0", record)
             else:
                 assert store.finish(ids[-1], "host:1:0", record)
-                threads.sync_once()
-        threads.sync_deadlines()  # the round during which the better one is graded
+                threads.sync.once()
+        threads.sync.deadlines()  # the round during which the better one is graded
         assert store.pending is None
-        threads.sync_once()
+        threads.sync.once()
         states = {r.id: r.gradebook for r in store.graded("ada", ASSIGNMENT, notebooks=False)}
     finally:
         store.engine.dispose()
@@ -188,7 +189,7 @@ def test_a_pass_whose_lock_another_process_took_writes_nothing_more(course_templ
     store = TakenOverAfterARound(tmp_path / "grading.db")
     try:
         with pytest.raises(GradebookTaken):
-            GradingThreads(store, Mirror(course), None, 1, 0, 30, "best").sync_once()
+            GradingThreads(store, Mirror(course), None, 1, 0, 30, "best").sync.once()
         unsynced = [r.learner for r in store.unsynced()]
     finally:
         store.engine.dispose()
@@ -206,13 +207,13 @@ def test_a_grade_the_gradebook_cannot_take_holds_up_no_deadline_change(course_te
     store = Store(tmp_path / "grading.db")
     try:
         threads = GradingThreads(store, Mirror(course), None, 1, 0, 30, "best")
-        assert threads.sync_round() is None and not store.unsynced()
+        assert threads.sync.round() is None and not store.unsynced()
         with store.engine.begin() as conn:  # bob's check names no cell of the release
             conn.exec_driver_sql("UPDATE submissions SET result = replace(result, "
                                  "'\"grade_id\": \"test_', '\"grade_id\": \"gone_') "
                                  "WHERE learner = 'bob'")
         store.set_mark(DEADLINES_MARK, "the dates before a change")
-        problem = threads.sync_round()
+        problem = threads.sync.round()
         mark, state = store.mark(DEADLINES_MARK), threads.mirror.deadlines.state()
         unsynced = [r.learner for r in store.unsynced()]
     finally:
@@ -232,8 +233,8 @@ def test_a_round_reports_a_fault_before_a_grade_the_gradebook_cannot_take(tmp_pa
     def full_disk():
         raise OSError("No space left on device")
 
-    threads.sync_once, threads.sync_deadlines = not_ready, full_disk
+    threads.sync.once, threads.sync.deadlines = not_ready, full_disk
     try:
-        assert str(threads.sync_round()) == "No space left on device"
+        assert str(threads.sync.round()) == "No space left on device"
     finally:
         store.engine.dispose()

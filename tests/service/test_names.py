@@ -9,7 +9,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import release
-from autograder.service import deadlines, regrade
+from autograder.service.commands import deadlines, regrade
 from tests.course import nbgrader_env
 from tests.grading.helpers import ASSIGNMENT
 

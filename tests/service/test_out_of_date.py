@@ -4,8 +4,9 @@ real PostgreSQL server; the exercise's version is the one on disk)."""
 import pytest
 
 from autograder.exercises import current
-from autograder.service import class_page, out_of_date
-from autograder.service.gradebook import Mirror
+from autograder.service.class_views import class_page
+from autograder.service.gradebook import out_of_date
+from autograder.service.gradebook.mirror import Mirror
 from autograder.service.store import Caps, Store
 
 EX = "update_with_donate"

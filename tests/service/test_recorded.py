@@ -11,10 +11,10 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.results import CheckResult, GradingResult
-from autograder.service.gradebook import update_or_create_submission
-from autograder.service.lateness import Deadlines, Lateness
-from autograder.service.recorded import late_by, recorded, standing
-from autograder.service.rows import Submission
+from autograder.service.gradebook.lateness import Deadlines, Lateness
+from autograder.service.gradebook.mirror import update_or_create_submission
+from autograder.service.gradebook.recorded import late_by, recorded, standing
+from autograder.service.store.rows import Submission
 
 DUE = datetime.datetime(2026, 12, 1, 12, 0)  # naive UTC, as nbgrader stores it
 HOUR, DAY = 3600.0, 86400.0

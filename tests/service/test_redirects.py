@@ -16,7 +16,7 @@ import tornado.httpclient
 import tornado.web
 from jupyterhub.services.auth import HubOAuth
 
-from autograder.service.auth import SignIn
+from autograder.service.api.auth import SignIn
 
 PREFIX = "/services/grader/"
 ORIGIN = "http://localhost"

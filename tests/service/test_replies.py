@@ -1,14 +1,14 @@
 """The learner's reply the service makes from a stored result, in-process: every record
 in the service's golden files (tests/grading/golden/service-*.json), read back as the
-store reads a row (:meth:`autograder.service.rows.Submission.of`), gives the golden
+store reads a row (:meth:`autograder.service.store.rows.Submission.of`), gives the golden
 reply byte for byte, without grading anything again (the capture itself:
 tests/grading/test_golden.py)."""
 import json
 
 import pytest
 
-from autograder.service.handler import submission_view
-from autograder.service.rows import Submission
+from autograder.service.api.handler import submission_view
+from autograder.service.store.rows import Submission
 from tests.grading.golden import GOLDEN
 
 FILES = sorted(p.name for p in GOLDEN.glob("service-*.json"))

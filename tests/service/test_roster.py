@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from autograder.service import class_page, class_stats, roster
-from autograder.service.classroom import _without, gradebook_csv
+from autograder.service.api.classroom import _without, gradebook_csv
+from autograder.service.class_views import class_page, class_stats, roster
 from tests.course import nbgrader
 from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
 from tests.grading.helpers import ASSIGNMENT
@@ -95,7 +95,7 @@ def test_a_learner_another_process_adds_meanwhile_is_enrolled_not_refused(tmp_pa
     nbgrader refuses, must not make the CSV a 500."""
     from nbgrader.api import Gradebook
 
-    from autograder.service import roster
+    from autograder.service.class_views import roster
     from tests.course import nbgrader_env
 
     monkeypatch.setenv("PATH", nbgrader_env()["PATH"])  # a new gradebook runs the venv's alembic

@@ -159,7 +159,7 @@ def test_a_view_of_scores_reads_no_notebook(store):
 def test_the_pace_is_the_median_grading_so_one_slow_grading_inflates_no_promise(store):
     from sqlalchemy import update
 
-    from autograder.service.store import submissions
+    from autograder.service.store.schema import submissions
     taken = {}
     for learner, seconds in (("cold", 30.0), ("ann", 1.0), ("bob", 2.0)):
         sub = add(store, learner)

@@ -1,4 +1,4 @@
-"""Held polls (autograder/service/waiting.py), in-process: what a ``wait`` value asks
+"""Held polls (autograder/service/api/waiting.py), in-process: what a ``wait`` value asks
 for, and that a held request wakes when the store says its submission left the queue,
 or when its hold runs out."""
 import asyncio
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from autograder.service import waiting
+from autograder.service.api import waiting
 
 
 @pytest.mark.parametrize("text,seconds", [("", 0), ("15", 15), ("0.5", 0.5), ("999", 30),

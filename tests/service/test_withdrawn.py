@@ -1,12 +1,15 @@
 """The class's membership without a hub: the learners group's members on the roster
 before they sign in, a dropped learner kept (withdrawn) or forgotten (removed) in the
 grading database and in a real nbgrader gradebook, and the grading service's gradebook
-thread (:class:`~autograder.service.roster.Keeper`) never bringing a removed learner back.
+thread (:class:`~autograder.service.class_views.roster.Keeper`) never bringing a removed learner back.
 The same through the real hub: tests/hub/test_drop.py."""
 from nbgrader.api import Gradebook
 
-from autograder.service import class_page, class_stats, hub_admin, lms_roster, roster, withdrawn
-from autograder.service.gradebook import Mirror
+from autograder.service.class_views import class_page, class_stats, roster
+from autograder.service.commands import hub_admin
+from autograder.service.gradebook.mirror import Mirror
+from autograder.service.lms import roster as lms_roster
+from autograder.service.store import withdrawn
 from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
 from tests.service.test_roster import gradebook, made_gradebook  # noqa: F401  (fixtures)
 

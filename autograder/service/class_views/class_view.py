@@ -1,0 +1,86 @@
+"""The class as the store holds it, for the class views: the class summary (per exercise and learner: recorded grade, lateness, latest feedback;
+per check: pass rate), from the store's :class:`~autograder.service.store.rows.Submission` values.
+"""
+from collections import Counter
+
+from autograder.service.gradebook.recorded import attempt_order, late_by, recorded
+from autograder.service.store.rows import Status
+
+
+def summary(store, rule, deadlines=None, rows=None):
+    """The class view of ``store`` (:func:`class_summary`), with ``deadlines`` (a
+    :class:`~autograder.service.gradebook.lateness.Deadlines`; on time without it). ``rows``:
+    ``store.submissions()`` when the caller has read them already (the class page
+    reads them once)."""
+    due = deadlines.due if deadlines else _no_due
+    return class_summary(store.submissions() if rows is None else rows, rule,
+                         late_by(deadlines), due)
+
+
+def _no_due(exercise, learner):
+    return None
+
+
+def class_summary(rows, rule, lateness, due):
+    """The class view: ``{exercise: {"max_score", "recorded_rule", "learners": {...},
+    "checks": [...]}}``, from ``rows`` (:class:`~autograder.service.store.rows.Submission`
+    values, oldest first). ``lateness(row)``: its
+    :class:`~autograder.service.gradebook.lateness.Lateness`; ``due(exercise, learner)``: the
+    aware datetime it is due for them, or None.
+
+    For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
+    grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
+    ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
+    recorded submission ``late_seconds`` and ``penalty``;
+    ``latest`` and ``best`` score among graded ones, ``latest_id``
+    and ``feedback`` (the latest result's tests: name, status, score, output), and
+    ``not_graded``: why its checks did not run (the result's output, as the command line
+    says it: the unedited stub, a syntax error, a missing function), None when they ran.
+    ``latest`` is the latest attempt by submission time (a regrade of an earlier attempt
+    is not it). For each check:
+    ``passed`` learners (whose latest result passed it), ``learners`` graded,
+    and ``pass_rate`` = passed / learners.
+    """
+    view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
+    newest_of = {}  # (exercise, learner) -> their latest graded attempt (recorded.attempt_order)
+    for row in rows:
+        ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
+                                               "learners": {}, "checks": []})
+        who = ex["learners"].setdefault(row.learner, {
+            "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
+            "late_seconds": 0.0, "penalty": 0.0, "latest": None,
+            "best": None, "latest_id": None, "feedback": [], "not_graded": None})
+        who["submissions"] += not row.regrade  # a regrade is not a submission of theirs
+        rows_of.setdefault((row.exercise, row.learner), []).append(row)
+        if row.status != Status.DONE or row.result is None:
+            continue
+        result = row.result
+        ex["max_score"] = result.max_score
+        who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        newest = newest_of.get((row.exercise, row.learner))
+        if newest is not None and attempt_order(newest) > attempt_order(row):
+            continue  # a regrade of an earlier attempt: not their latest
+        newest_of[(row.exercise, row.learner)] = row
+        latest.setdefault(row.exercise, {})[row.learner] = result
+        who["latest"], who["latest_id"] = result.score, row.id
+        who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
+                            "max_score": c.max_score, "output": c.output} for c in result.checks]
+        who["not_graded"] = None if result.status == "graded" else result.output
+    for (exercise, learner), mine in rows_of.items():
+        who = view[exercise]["learners"][learner]
+        when = due(exercise, learner)
+        who["due"] = when.isoformat() if when else None
+        keep = recorded(mine, rule, lateness)
+        if keep is not None:
+            late = lateness(keep)
+            who["recorded"], who["recorded_id"] = keep.score - late.penalty, keep.id
+            who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
+    for exercise, ex in view.items():
+        graded = list(latest.get(exercise, {}).values())
+        passes = Counter(grade_id for r in graded  # each result once per check it passed
+                         for grade_id in {c.grade_id for c in r.checks if c.status == "passed"})
+        for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
+            passed = passes[check.grade_id]
+            ex["checks"].append({"name": check.title, "passed": passed, "learners": len(graded),
+                                 "pass_rate": round(passed / len(graded), 4)})
+    return view

@@ -1,0 +1,51 @@
+"""Where recorded grades are out of date, in words: what ``/api/health`` warns and the
+class page shows at its top, until it is put right.
+
+* grades made by older hidden tests: a graded submission whose result records another
+  version of its exercise's grading than the one on disk now
+  (:mod:`autograder.exercises.current`), until ``python -m autograder.service.regrade``;
+* late penalties in the gradebook (what ``nbgrader export`` and the class CSV hold)
+  written under another late policy, due date or extension than those in force now
+  (:meth:`~autograder.service.gradebook.lateness.Deadlines.state`), until the grading service's
+  gradebook thread has written them again (within seconds while one runs);
+* hidden tests that cannot be loaded now (their submissions wait, queued);
+* hidden tests changed since release into a check the released gradebook cannot hold
+  (:meth:`~autograder.service.gradebook.mirror.Mirror.unreleased`; their submissions wait,
+  queued, until ``make release`` succeeds or the change is undone).
+"""
+from autograder.exercises import current
+
+DEADLINES_MARK = "gradebook_deadlines"  # the store's mark: the Deadlines.state penalties follow
+
+
+def warnings(store, mirror, exercises):
+    """Every sentence of the module (a list; empty when every recorded grade is up to
+    date): :func:`versions`, :func:`unreleased`, then :func:`penalties`."""
+    return versions(store, exercises) + unreleased(mirror, exercises) + penalties(store, mirror)
+
+
+def unreleased(mirror, exercises):
+    """Sentences on hidden tests changed since release beyond what the gradebook holds."""
+    return [why for _, why in sorted(mirror.unreleased(exercises).items())]
+
+
+def versions(store, exercises):
+    """Sentences on hidden tests that cannot be loaded and grades made by older ones."""
+    current_versions, broken = current.loadable(exercises)
+    said = [f"{ex}: {why}" for ex, why in sorted(broken.items())]
+    for ex, (count, learners) in sorted(store.stale(current_versions).items()):
+        said.append(f"{ex}: {count} graded submission(s) of {learners} learner(s) were graded "
+                    "by older hidden tests than those on disk now; their grades stay as they "
+                    f"were until you run python -m autograder.service.regrade {ex}")
+    return said
+
+
+def penalties(store, mirror):
+    """The sentence on late penalties the gradebook holds under another policy or other
+    deadlines, if it does (cheap: one read of the store; asked on every health check)."""
+    if store.mark(DEADLINES_MARK) == mirror.deadlines.state() or not store.graded_pairs():
+        return []
+    return ["the gradebook's late penalties (nbgrader export, the class CSV) were written "
+            "under another late policy or other deadlines than those in force now; the "
+            "grading service is writing them again (the class page, api/class and "
+            "api/standing already apply the new ones)"]
