@@ -1,0 +1,91 @@
+"""The service's database is migrated by Alembic at every start: a database made by the
+previous release (``previous_release/``: dumps of one its store made, a row in every
+table, on SQLite and on PostgreSQL) is brought to this release's tables with every row
+kept, and a new database is made at the newest revision."""
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import MetaData, select
+
+from autograder.service.store import Caps, Store, database_url, make_engine
+from autograder.service.store.migrate import head, revision
+from autograder.service.store.rows import Status
+from autograder.service.store.schema import metadata
+
+PREVIOUS = Path(__file__).resolve().parent / "previous_release"
+ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def previous_release(engine, request, tmp_path):
+    """A database as the previous release left it: a path (SQLite) or a URL."""
+    dump = (PREVIOUS / f"{engine}.sql").read_text(encoding="utf-8")
+    if engine == "sqlite":
+        with sqlite3.connect(tmp_path / "grading.db") as conn:
+            conn.executescript(dump)
+        return tmp_path / "grading.db"
+    url = request.getfixturevalue("pg_url")()
+    with psycopg.connect(url, autocommit=True) as conn:  # psql's \restrict lines left out
+        conn.execute("\n".join(l for l in dump.splitlines() if not l.startswith("\\")))
+    return url
+
+
+def rows(engine):
+    """``{table: sorted rows}`` of every table the database of ``engine`` holds but
+    Alembic's own."""
+    found = MetaData()
+    with engine.connect() as conn:
+        found.reflect(conn)
+        return {name: sorted(map(tuple, conn.execute(select(table)).all()), key=repr)
+                for name, table in found.tables.items() if name != "alembic_version"}
+
+
+def differences(store):
+    """What the database's tables lack or hold beyond this release's (Alembic's
+    comparison; [] when they agree)."""
+    with store.engine.connect() as conn:
+        return compare_metadata(MigrationContext.configure(conn), metadata)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_database_of_the_previous_release_is_upgraded_keeping_every_row(engine, request,
+                                                                          tmp_path):
+    db = previous_release(engine, request, tmp_path)
+    plain = make_engine(database_url(db))  # opened as it is, not migrated
+    try:
+        before = rows(plain)
+    finally:
+        plain.dispose()
+    store = Store(db)
+    try:
+        after = rows(store.engine)
+        with store.engine.connect() as conn:
+            at = revision(conn)
+        drift = differences(store)
+        ada = {r.status: r for r in store.submissions("ada")}
+        new = store.admit("cy", "update_with_donate", b"{}", "10.0.0.3", Caps(rate_count=0))[0]
+    finally:
+        store.engine.dispose()
+    assert at == head() and drift == []
+    assert after == before and all(before.values())  # a row in every table, each kept
+    assert set(ada) == {Status.REGRADED, Status.QUEUED}
+    assert ada[Status.REGRADED].result.score == 3.0 and new
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_new_database_is_made_at_the_newest_revision(engine, request, tmp_path):
+    db = tmp_path / "grading.db" if engine == "sqlite" else request.getfixturevalue("pg_url")()
+    store = Store(db)
+    try:
+        with store.engine.connect() as conn:
+            at = revision(conn)
+        drift = differences(store)
+        Store(db).engine.dispose()  # a second start finds it current
+        with store.engine.connect() as conn:
+            again = revision(conn)
+    finally:
+        store.engine.dispose()
+    assert at == again == head() and drift == []
