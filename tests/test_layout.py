@@ -1,6 +1,7 @@
 """The layout tables match the tree: every path the README's one-screen table and
-docs/layout.md's full one name exists, and every top-level folder of the repository is
-in the README's, so "where does X live?" has an answer a reader can trust; and
+docs/layout.md's full one name exists, every top-level folder of the repository is
+in the README's, and every module under autograder/ is named in docs/layout.md, so
+"where does X live?" has an answer a reader can trust; and
 conftest files hold only pytest hooks and fixtures, what tests share besides living in
 modules named for what they hold, which nothing imports from a conftest."""
 from __future__ import annotations
@@ -71,6 +72,38 @@ def test_every_top_level_folder_is_in_the_readmes_layout():
     wanted = {f.split("/")[0] for f in tracked() if "/" in f or f not in SELF_EXPLAINING}
     absent = sorted(w for w in wanted if not any(n == w or n.startswith(w + "/") for n in named))
     assert not absent, f"README's layout table does not say where these live: {absent}"
+
+
+# folders of many files of one kind, named as a folder: sample hand-ins, migrations
+OF_ONE_KIND = ("/hidden/samples/", "/migrations/versions/")
+
+
+def unnamed_modules(named, modules):
+    """The ``modules`` (paths of .py files) that ``named`` (paths a layout names) does
+    not: a module is named by its path, a package's ``__init__.py`` also by its folder,
+    a file of a folder :data:`OF_ONE_KIND` by that folder."""
+    def is_named(module):
+        folder = module.rsplit("/", 1)[0]
+        return (module in named
+                or module.endswith("/__init__.py") and folder in named
+                or any(kind in module and module.split(kind)[0] + kind.rstrip("/") in named
+                       for kind in OF_ONE_KIND))
+    return sorted(m for m in modules if not is_named(m))
+
+
+def test_docs_layout_names_every_module_under_autograder():
+    """A module added to the grader or the service gets its words in docs/layout.md."""
+    modules = [f for f in tracked() if f.startswith("autograder/") and f.endswith(".py")]
+    missing = unnamed_modules(named_paths("docs/layout.md"), modules)
+    assert not missing, f"docs/layout.md does not say where these live or what they do: {missing}"
+
+
+def test_the_layout_check_sees_an_unnamed_module():
+    """The check above finds what it looks for (so its green means something)."""
+    named = {"a/b.py", "a/pkg", "a/ex/hidden/samples"}
+    assert unnamed_modules(named, ["a/b.py", "a/c.py", "a/pkg/__init__.py", "a/pkg/d.py",
+                                   "a/ex/hidden/samples/x.py", "a/other/__init__.py"]) == [
+        "a/c.py", "a/other/__init__.py", "a/pkg/d.py"]
 
 
 def _is_fixture(decorator):
