@@ -28,9 +28,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 # -- where the servers listen ------------------------------------------------------
 HOST = "127.0.0.1"

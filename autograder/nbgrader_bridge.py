@@ -24,7 +24,6 @@ import logging
 import os
 import sys
 
-
 SEED = 20261129  # any seed works: correct answers pass for every input
 FAILED = "\u2717 Not passed: "  # starts the one stderr message that scores a cell 0
 # For nbgrader's IgnorePattern: matches (so drops) a stderr output without FAILED.

@@ -38,7 +38,6 @@ from pathlib import Path
 from autograder import judge, sandbox
 from autograder.results import GradingResult
 
-
 # What decides a grade, under autograder/: the exercises' hidden tests, probes and
 # requirement rows, the sandbox, the judge and what it reads and writes. The service,
 # the class views, Gradescope's packaging and the command line are not: editing them

@@ -88,8 +88,8 @@ def preload(exercises=()):
     ``exercises`` gets its :func:`exercise_imports` imported.
     """
     import jax  # noqa: F401
-    import jax.numpy  # noqa: F401
     import jax.monitoring  # noqa: F401
+    import jax.numpy  # noqa: F401
 
     import autograder.exercises.common  # noqa: F401
 

@@ -2,8 +2,8 @@
 
 Runs in the grader's process (:func:`lease_uid`, which also sweeps what a
 crashed grader left under the uid and in its cgroup) and the supervisor's
-(:func:`kill_uid` after each submission, a second net behind its cgroup). Only when grading runs as root; otherwise learner
-code runs as the grader's own user and there is nothing to lease.
+(:func:`kill_uid` after each submission, a second net behind its cgroup). Only when
+grading runs as root; otherwise learner code runs as the grader's own user and there is nothing to lease.
 """
 import contextlib
 import fcntl
