@@ -256,8 +256,8 @@ def cli(group, subs, work):
 def service(group, subs, work):
     """The grading service's stored record and learner reply per submission."""
     from autograder import pipeline, sandbox
-    from autograder.service.handler import submission_view
     from autograder.service.grading import grade_row
+    from autograder.service.handler import submission_view
     from autograder.service.rows import Submission
 
     pipeline.prepare(exercises.names())

@@ -26,9 +26,8 @@ from autograder.service import roster
 from autograder.service.withdrawn import FIRST_NAME, REFUSAL
 from tests.course import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import released_notebook, samples_dir, with_answer
-from tests.hub.accounts import (Account, add_account, hub_users, kill_users, more_learners,
-                                remove_account, run)
-from tests.hub.running import Signed, WAIT_S, json_of
+from tests.hub.accounts import Account, add_account, hub_users, kill_users, more_learners, remove_account, run
+from tests.hub.running import WAIT_S, Signed, json_of
 from tests.hub.test_attacks import start_server
 
 EXERCISE = "update_with_donate"

@@ -12,7 +12,7 @@ from pathlib import Path
 from autograder.service.lateness import CACHE_S
 from tests.course import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import expected, released_notebook, samples_dir, with_answer
-from tests.hub.running import Signed, WAIT_S, class_csv_when, json_of
+from tests.hub.running import WAIT_S, Signed, class_csv_when, json_of
 
 EXERCISE = "donation_report"  # the other hub tests submit update_with_donate
 

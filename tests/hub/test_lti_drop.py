@@ -18,7 +18,7 @@ from autograder.service.withdrawn import FIRST_NAME
 from tests.grading.helpers import released_notebook, samples_dir, with_answer
 from tests.hub.running import WAIT_S, json_of
 from tests.hub.test_drop import EXERCISE, roster_command
-from tests.hub.test_lti_class import hub_token, http_launch
+from tests.hub.test_lti_class import http_launch, hub_token
 from tests.lti.platform import INSTRUCTOR
 
 
@@ -70,7 +70,7 @@ def test_a_dropped_learner_cannot_launch_and_nothing_of_hers_still_works(lti_hub
     if kind == "--keep-grades":
         assert listed[name]["withdrawn"] is True and listed[name]["submitted"] == [EXERCISE]
         assert rows and {r["first_name"] for r in rows} == {FIRST_NAME}
-        assert f'<span class="absent">(withdrawn)</span>' in page
+        assert '<span class="absent">(withdrawn)</span>' in page
     else:
         assert name not in listed and not rows and f"?learner={name}" not in page
 

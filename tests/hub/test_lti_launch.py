@@ -24,12 +24,12 @@ from urllib.parse import parse_qs, parse_qsl, urlsplit
 import pytest
 import requests
 
+from autograder.service import lms_roster, outbox
 from autograder.service.lti_tool import user_name
+from autograder.service.store import Store
 from tests.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.hub.accounts import hub_users
 from tests.hub.tls_front import TLSFront
-from autograder.service import lms_roster, outbox
-from autograder.service.store import Store
 from tests.lti.platform import COURSE, INSTRUCTOR, LEARNER
 
 WAIT_MS = 300_000  # give-up time for servers, not a timing assertion

@@ -20,8 +20,8 @@ from autograder.service import lms_roster as roster, outbox, passback as passbac
 from autograder.service.grading import GradingThreads
 from autograder.service.recorded import late_by
 from autograder.service.store import lti_context, lti_lineitems, lti_people, passback
-from tests.lti.course import EXERCISE, max_points
 from tests.course import REPO
+from tests.lti.course import EXERCISE
 from tests.lti.platform import COURSE, INSTRUCTOR, LEARNER, LTI
 
 ADMIN = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"

@@ -12,8 +12,7 @@ from autograder.service.app import POINTS_CHECK_S
 from autograder.service.class_view import class_summary
 from autograder.service.classroom import _submission_html
 from autograder.service.handler import submission_view
-from autograder.service.recorded import standing
-from autograder.service.recorded import on_time
+from autograder.service.recorded import on_time, standing
 from autograder.service.store import Caps, Store
 from tests.course import REPO, nbgrader_env
 from tests.grading.helpers import ASSIGNMENT, EXPECTED

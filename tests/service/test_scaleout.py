@@ -6,7 +6,7 @@ import time
 
 from autograder.service.app import POINTS_CHECK_S
 from tests.grading.helpers import EXPECTED
-from tests.service.running import Service, WAIT, http
+from tests.service.running import WAIT, Service, http
 from tests.service.submissions import expected_failed, failed_tests, slow_notebook
 
 SAMPLES = ["reference", "wrong_arithmetic", "no_donation", "fails_empty", "wrong_dtype",
