@@ -49,12 +49,12 @@ class Submission:
     name: str
     path: Path
     exercise: str
-    cells: list = field(default_factory=list)
-    unreadable: str = None
+    cells: list[Cell] = field(default_factory=list)
+    unreadable: str | None = None
     attempted: bool = True
-    notes: list = field(default_factory=list)
-    sha256: str = None
-    other_exercise: str = None
+    notes: list[str] = field(default_factory=list)
+    sha256: str | None = None
+    other_exercise: str | None = None
 
 
 def find(paths):
