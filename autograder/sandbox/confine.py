@@ -91,7 +91,7 @@ def confine(request, limits, uid, scratch, log_path, write_fd, keep=()):
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 
-def import_paths():
+def import_paths() -> list[str]:
     """Folders learner processes import from: this repo, then every site-packages.
 
     The zygote's ``sys.path`` is built from this, and neither the private
