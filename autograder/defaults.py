@@ -186,7 +186,7 @@ places in it; in a learner's home, where no such setting is read, it means nothi
 class Rate(NamedTuple):
     """A rate limit: ``count`` submissions per ``seconds``."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # the field's name says it best; tuple.count unused
     seconds: float
 
     def __str__(self):
