@@ -168,7 +168,7 @@ class Group:
     v1: dict = field(default_factory=dict)
     bounds: dict = field(default_factory=dict)
 
-    def folders(self):
+    def folders(self) -> list[Path]:
         return [*([self.v2] if self.v2 else []), *self.v1.values()]
 
     def join(self, pid: int = 0):

@@ -139,7 +139,7 @@ def _non_system():
             if entry.name not in SYSTEM and entry.is_dir(follow_symlinks=False)]
 
 
-def isolation_problem():
+def isolation_problem() -> str | None:
     """Why learner processes would run without their own mount and network namespaces
     (as root), or None when they get them (or when not root: no namespaces are made).
 

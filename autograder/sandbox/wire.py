@@ -21,6 +21,7 @@ import json
 import socket
 from dataclasses import asdict, dataclass
 from enum import StrEnum
+from io import BufferedIOBase
 from typing import IO, Any
 
 from autograder import defaults
@@ -84,7 +85,7 @@ def send_request(conn: socket.socket, request: dict[str, Any], limits: Limits,
 
 
 def receive_request(conn: socket.socket,
-                    rfile: IO[bytes]) -> tuple[dict[str, Any], Limits, Lease | None]:
+                    rfile: BufferedIOBase) -> tuple[dict[str, Any], Limits, Lease | None]:
     """Supervisor side: ``(request, Limits, Lease or None)`` from ``conn`` (``rfile`` reads it)."""
     _, fds, _, _ = socket.recv_fds(conn, 1, 1)
     msg = json.loads(rfile.readline())
@@ -92,7 +93,7 @@ def receive_request(conn: socket.socket,
     return msg["request"], Limits(**msg["limits"]), lease
 
 
-def send_outcome(wfile: IO[bytes], outcome: Outcome) -> None:
+def send_outcome(wfile: BufferedIOBase, outcome: Outcome) -> None:
     """Supervisor side: answer with ``outcome``."""
     wfile.write(json.dumps(asdict(outcome)).encode() + b"\n")
 
