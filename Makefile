@@ -126,6 +126,7 @@ test: released $(NODE_DEPS)
 	@JAX_PLATFORMS=cpu $(BIN)/python -m pytest tests -n auto --durations=30
 
 # The fast tier: the tests in none of pytest.ini's slow tiers (tests/tiers.py marks them),
+# ruff and mypy among them (tests/test_static_checks.py; pyproject.toml says the rules),
 # in a new random order each time (pytest-random-order; it prints the seed, and
 # --random-order-seed=N repeats that order).
 test-fast: venv

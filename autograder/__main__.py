@@ -19,9 +19,8 @@ import sys
 from tqdm import tqdm
 
 from autograder import defaults, options, pipeline, sandbox
+from autograder.exercises import current, names as exercise_names
 from autograder.files import Files, ResultsFolder
-from autograder.exercises import current
-from autograder.exercises import names as exercise_names
 
 
 def parse(argv):

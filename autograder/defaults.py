@@ -28,9 +28,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 # -- where the servers listen ------------------------------------------------------
 HOST = "127.0.0.1"
@@ -185,7 +186,7 @@ places in it; in a learner's home, where no such setting is read, it means nothi
 class Rate(NamedTuple):
     """A rate limit: ``count`` submissions per ``seconds``."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # the field's name says it best; tuple.count unused
     seconds: float
 
     def __str__(self):

@@ -309,7 +309,7 @@ def _upload_problem(upload, found, exercise):
                 f"({exercise}.ipynb) or one .py file")
     others = sorted(str(p.relative_to(upload)) for p in upload.rglob("*") if p.is_file()) \
         if upload.is_dir() else []
-    return (f"no notebook (.ipynb) or .py file was uploaded"
+    return ("no notebook (.ipynb) or .py file was uploaded"
             + (f" (found only {', '.join(others[:10])})" if others else "")
             + f"; upload your {exercise}.ipynb")
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import checks_table, exercises, learner_submit, notebook
-from autograder.notebook import checksum as compute_checksum
-from autograder.notebook import is_grade, is_solution
+from autograder.notebook import checksum as compute_checksum, is_grade, is_solution
 
 # Saved outputs (images, long prints) are never graded, so they count toward
 # no limit on what is graded: a notebook file up to MAX_FILE_BYTES is read and
@@ -50,12 +49,12 @@ class Submission:
     name: str
     path: Path
     exercise: str
-    cells: list = field(default_factory=list)
-    unreadable: str = None
+    cells: list[Cell] = field(default_factory=list)
+    unreadable: str | None = None
     attempted: bool = True
-    notes: list = field(default_factory=list)
-    sha256: str = None
-    other_exercise: str = None
+    notes: list[str] = field(default_factory=list)
+    sha256: str | None = None
+    other_exercise: str | None = None
 
 
 def find(paths):
@@ -195,7 +194,8 @@ def _read_notebook(sub, text):
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        sub.unreadable = f"notebook could not be read: invalid JSON at line {exc.lineno}, column {exc.colno} ({exc.msg})"
+        sub.unreadable = (f"notebook could not be read: invalid JSON at line {exc.lineno}, "
+                          f"column {exc.colno} ({exc.msg})")
         return
     except RecursionError:
         sub.unreadable = "notebook could not be read: its JSON is nested too deeply"
@@ -286,7 +286,7 @@ def _code_cells(sub, nb_cells):
     return code, answers
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def instructor_cells(exercise):
     """Locked cells of the instructor's notebook, by nbgrader grade_id: the source
     notebook's, and the checks table and submit cells nbgrader adds at release (as its

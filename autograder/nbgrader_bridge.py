@@ -23,13 +23,13 @@ import contextlib
 import logging
 import os
 import sys
-
+from typing import Any
 
 SEED = 20261129  # any seed works: correct answers pass for every input
 FAILED = "\u2717 Not passed: "  # starts the one stderr message that scores a cell 0
 # For nbgrader's IgnorePattern: matches (so drops) a stderr output without FAILED.
 IGNORED_STDERR = rf"\A(?![\s\S]*{FAILED})"
-_observed = {}
+_observed: dict[str, Any] = {}  # exercise -> its probe's observations, run once per kernel
 
 
 @contextlib.contextmanager

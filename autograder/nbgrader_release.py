@@ -20,7 +20,6 @@ from nbgrader.preprocessors import IncludeHeaderFooter, NbGraderPreprocessor
 
 from autograder import checks_table, exercises, learner_submit
 
-
 RUN_PAST = "raises-exception"  # the cell tag JupyterLab and nbclient run past
 GRADED_LINE = re.compile(r"^# Graded \([0-9.]+ points?\):", re.MULTILINE)  # a graded cell's first line
 

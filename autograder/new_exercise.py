@@ -228,8 +228,8 @@ def main(argv=None):
         return 2
     for path in paths:
         print(f"wrote {path.relative_to(args.root)}")
-    print(f"next: .venv/bin/python -m pytest tests/grading/test_exercise_folders.py; "
-          f"then replace the placeholder task (docs/exercises.md)")
+    print("next: .venv/bin/python -m pytest tests/grading/test_exercise_folders.py; "
+          "then replace the placeholder task (docs/exercises.md)")
     return 0
 
 

@@ -5,6 +5,7 @@ its environment variables, its default and its help are written once, in
 ``defaults.py``; :func:`shown` is what ``GET /api/config`` answers of them.
 """
 import argparse
+from typing import Any
 
 from autograder import defaults
 
@@ -21,7 +22,7 @@ def add(parser: argparse.ArgumentParser, *names: str) -> None:
         text = defaults.environment_text(name)
         default = text if text is not None else row.default
         where = f"{row.env[0]}: " if row.env else ""
-        extra = {"choices": row.choices} if row.choices else {}
+        extra: dict[str, Any] = {"choices": row.choices} if row.choices else {}
         parser.add_argument(row.flag, dest=row.dest, type=row.parse, default=default,
                             help=f"{where}{row.help} (default {row.said_default()})", **extra)
 

@@ -13,13 +13,15 @@ A front door gives :func:`grade_all` a *source*, where hand-ins come from, and a
 - Gradescope's ``run_autograder`` (:mod:`autograder.gradescope`): an upload,
   with its one-file rule, into ``results/results.json``.
 
-A source has ``exercises()`` (the exercises whose modules the zygote imports
-before the hand-ins are read), ``submissions()`` (loaded
+A source (:class:`Source`) has ``exercises()`` (the exercises whose modules the zygote
+imports before the hand-ins are read), ``submissions()`` (loaded
 :class:`~autograder.load.Submission` objects: loading never runs learner
 code), ``hide`` (folders the learner's process must not see) and ``private``
-(a folder made unreadable to learner uids, or None). A sink has
+(a folder made unreadable to learner uids, or None). A sink (:class:`Sink`) has
 ``kept(sub, digest)`` (the result already there for this very submission, or
-None), ``put(sub, result)`` (may raise OSError) and ``close()``.
+None), ``put(sub, result)`` (may raise OSError) and ``close()``. What a run tells
+its caller as it goes is a :class:`Progress`. All three are protocols: a front door's
+classes need not inherit from them.
 
 A grader fault (any exception while grading) still gives the learner a result
 (status ``error``, plain words) and keeps the traceback for the instructor in
@@ -27,17 +29,23 @@ A grader fault (any exception while grading) still gives the learner a result
 instructor reads it. ``nbgrader autograde``'s kernels judge through
 :func:`autograder.judge.check_result` (:mod:`autograder.nbgrader_bridge`).
 """
+from __future__ import annotations
+
 import functools
 import hashlib
+import os
 import queue
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any, Protocol
 
 from autograder import judge, sandbox
-from autograder.results import GradingResult
-
+from autograder.load import Submission
+from autograder.results import GradingResult, Status
+from autograder.sandbox import Limits, Outcome
 
 # What decides a grade, under autograder/: the exercises' hidden tests, probes and
 # requirement rows, the sandbox, the judge and what it reads and writes. The service,
@@ -47,7 +55,7 @@ GRADING_CODE = ("exercises", "sandbox", "judge.py", "feedback.py", "notebook.py"
                 "pipeline.py", "results.py", "requirements.py")
 
 
-def grading_files():
+def grading_files() -> list[Path]:
     """The ``.py`` files :func:`grader_digest` hashes (:data:`GRADING_CODE`, sample
     answers in the exercises' ``hidden/samples/`` left out), sorted paths."""
     root = Path(__file__).resolve().parent
@@ -59,7 +67,7 @@ def grading_files():
 
 
 @functools.lru_cache(maxsize=1)
-def grader_digest():
+def grader_digest() -> str:
     """Hash (hex) of the code that decides a grade (:func:`grading_files`): a changed test,
     probe or judge gives every submission new inputs and regrades it."""
     h, root = hashlib.sha256(), Path(__file__).resolve().parent
@@ -68,7 +76,7 @@ def grader_digest():
     return h.hexdigest()
 
 
-def digest(sub, limits):
+def digest(sub: Submission, limits: Limits) -> str:
     """Identity of what is graded: file bytes, exercise, grader code, limits (hex). (The
     grader code's digest is taken once per process; which hidden tests judged a result is
     its ``version``, :func:`grading_version`, read at each grading.)"""
@@ -77,7 +85,7 @@ def digest(sub, limits):
     return h.hexdigest()
 
 
-def grading_version(exercise):
+def grading_version(exercise: str) -> str:
     """The version of ``exercise``'s grading on disk (:mod:`autograder.exercises.current`),
     "" when it cannot be loaded (its submissions then get a grader fault, which says why)."""
     from autograder.exercises import current
@@ -87,12 +95,12 @@ def grading_version(exercise):
         return ""
 
 
-def seed_for(hex_digest):
+def seed_for(hex_digest: str) -> int:
     """Input seed for a submission: fixed by its digest, unknown before grading."""
     return int(hex_digest[:8], 16)
 
 
-def hidden_dirs(paths):
+def hidden_dirs(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
     """Folders holding submissions or results, minus any the grader itself needs."""
     needed = [Path(p) for p in sandbox.import_paths()]
     dirs = set()
@@ -104,7 +112,7 @@ def hidden_dirs(paths):
     return sorted(dirs)
 
 
-def prepare(exercises, private=None):
+def prepare(exercises: Iterable[str], private: str | os.PathLike[str] | None = None) -> None:
     """Hide grader-only files (and ``private``) from learner uids, and start the zygote
     importing ``exercises``' modules (none: started on first use), so that it imports
     JAX while the hand-ins are read."""
@@ -113,39 +121,80 @@ def prepare(exercises, private=None):
         sandbox.shared().launch(sorted(exercises))
 
 
-class Progress:
-    """What a run tells its caller as it goes; these do nothing (override to print)."""
+class Source(Protocol):
+    """Where a run's hand-ins come from (see the module's docstring)."""
 
-    def unchanged(self, sub, done):
+    hide: Sequence[str]  # folders the learner's process must not see
+    private: str | os.PathLike[str] | None  # made unreadable to learner uids
+
+    def exercises(self) -> Iterable[str]:
+        """The exercises whose modules the zygote imports before the hand-ins are read."""
+        ...
+
+    def submissions(self) -> Iterable[Submission]:
+        """The hand-ins, loaded (loading never runs learner code)."""
+        ...
+
+
+class Sink(Protocol):
+    """Where a run's results go (see the module's docstring)."""
+
+    def kept(self, sub: Submission, hex_digest: str) -> Any:
+        """The result already there for this very submission (its digest), or None."""
+        ...
+
+    def put(self, sub: Submission, result: GradingResult) -> None:
+        """Keep ``result``; may raise OSError (the run counts it and goes on)."""
+        ...
+
+    def close(self) -> None:
+        """The run is over."""
+        ...
+
+
+class Progress(Protocol):
+    """What a run tells its caller as it goes; these do nothing (a front door inherits
+    them and overrides what it prints)."""
+
+    def unchanged(self, sub: Submission, done: Any) -> None:
         """``sub`` is unchanged since ``done`` (the sink's result) was written."""
+        return None
 
-    def started(self, count):
+    def started(self, count: int) -> None:
         """``count`` submissions are to be graded (the others were kept)."""
+        return None
 
-    def graded(self, sub, result):
+    def graded(self, sub: Submission, result: GradingResult) -> None:
         """``result`` of ``sub`` reached the sink."""
+        return None
 
-    def unwritten(self, sub, exc):
+    def unwritten(self, sub: Submission, exc: OSError) -> None:
         """The sink could not take ``sub``'s result (``exc``, an OSError)."""
+        return None
+
+
+class Quiet(Progress):
+    """A :class:`Progress` that tells nothing: what :func:`grade_all` uses without one."""
 
 
 class Held:
     """A sink that keeps the results in ``results``, in the order they arrive."""
 
-    def __init__(self):
-        self.results = []
+    def __init__(self) -> None:
+        self.results: list[GradingResult] = []
 
-    def kept(self, sub, hex_digest):
+    def kept(self, sub: Submission, hex_digest: str) -> None:
         return None
 
-    def put(self, sub, result):
+    def put(self, sub: Submission, result: GradingResult) -> None:
         self.results.append(result)
 
-    def close(self):
+    def close(self) -> None:
         pass
 
 
-def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
+def grade_all(source: Source, sink: Sink, limits: Limits, slots: Sequence[int] = (0,),
+              force: bool = False, progress: Progress | None = None) -> int:
     """Grade every submission of ``source`` into ``sink``; the number the sink refused.
 
     ``limits`` is a :class:`~autograder.sandbox.Limits`; ``slots`` the sandbox
@@ -153,13 +202,14 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
     already holds. Each result reaches the sink as it arrives, so a run
     killed midway keeps every result written so far.
     """
-    progress = progress or Progress()
+    progress = progress or Quiet()
+    prepared: Exception | None
     try:  # a failure here is a grader fault of every submission, reported below
         prepare(source.exercises(), source.private)
         prepared = None
     except Exception as exc:
         prepared = exc
-    todo = []
+    todo: list[tuple[Submission, str]] = []
     for sub in source.submissions():
         hex_digest = digest(sub, limits)
         done = None if force else sink.kept(sub, hex_digest)
@@ -168,11 +218,11 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
         else:
             todo.append((sub, hex_digest))
     progress.started(len(todo))
-    free = queue.Queue()
+    free: queue.Queue[int] = queue.Queue()
     for slot in slots:
         free.put(slot)
 
-    def one(sub, hex_digest):
+    def one(sub: Submission, hex_digest: str) -> GradingResult:
         if prepared is not None:  # one exception, its traceback formatted as it was raised
             return fault(sub.exercise, prepared, hex_digest)
         slot = free.get()
@@ -183,7 +233,8 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
 
     refused = 0
     with ThreadPoolExecutor(max_workers=len(slots)) as pool:
-        futures = {pool.submit(one, sub, d): sub for sub, d in todo}
+        futures: dict[Future[GradingResult], Submission] = {pool.submit(one, sub, d): sub
+                                                             for sub, d in todo}
         for future in as_completed(futures):
             sub, result = futures[future], future.result()
             try:
@@ -197,7 +248,8 @@ def grade_all(source, sink, limits, slots=(0,), force=False, progress=None):
     return refused
 
 
-def grade_one(sub, limits, slot, hex_digest=None, hide=()):
+def grade_one(sub: Submission, limits: Limits, slot: int, hex_digest: str | None = None,
+              hide: Sequence[str] = ()) -> GradingResult:
     """The :class:`GradingResult` of one loaded submission, graded on sandbox ``slot``:
     the unit every front door grades with (the command line's and Gradescope's batch
     loop, :func:`grade_all`; the service's threads and workers, one stored row at a
@@ -211,11 +263,12 @@ def grade_one(sub, limits, slot, hex_digest=None, hide=()):
         return fault(sub.exercise, exc, hex_digest)
 
 
-def grade(sub, limits, slot, hex_digest, hide=()):
+def grade(sub: Submission, limits: Limits, slot: int, hex_digest: str,
+          hide: Sequence[str] = ()) -> GradingResult:
     """Run and judge one loaded submission: its :class:`GradingResult`, ``seconds``
     the wall time of both. Raises only on a grader fault (see :func:`grade_all`)."""
     start = time.monotonic()
-    outcome = None
+    outcome: Outcome | None = None
     if not sub.unreadable and sub.attempted:
         request = {"exercise": sub.exercise, "seed": seed_for(hex_digest),
                    "memory_mib": limits.memory_mib, "hide": list(hide),
@@ -224,7 +277,8 @@ def grade(sub, limits, slot, hex_digest, hide=()):
     return judged(sub, outcome, hex_digest, time.monotonic() - start)
 
 
-def judged(sub, outcome, hex_digest, seconds=0.0):
+def judged(sub: Submission, outcome: Outcome | None, hex_digest: str,
+           seconds: float = 0.0) -> GradingResult:
     """The :class:`GradingResult` for a submission and its sandbox outcome (None: nothing ran).
 
     Never raises: the reply comes from the learner's process, so any shape it
@@ -237,18 +291,18 @@ def judged(sub, outcome, hex_digest, seconds=0.0):
     except Exception as exc:
         checks, output, status = (judge.not_run(sub.exercise),
                                   f"the grader could not read what your code produced "
-                                  f"({type(exc).__name__}); please tell your instructor", "error")
+                                  f"({type(exc).__name__}); please tell your instructor", Status.ERROR)
         trace = "".join(traceback.format_exception(exc))  # for the instructor only
-    return GradingResult(checks, output, status, hex_digest, seconds,
+    return GradingResult(tuple(checks), output, status, hex_digest, seconds,
                          outcome.output_tail if outcome else "", sub.exercise, fault=trace,
                          version=version)
 
 
-def fault(exercise, exc, hex_digest=""):
+def fault(exercise: str, exc: BaseException, hex_digest: str = "") -> GradingResult:
     """The result of a submission the grader itself failed on (a bug, not the learner's):
     plain words for the learner, ``exc``'s traceback in ``fault`` for the instructor."""
     message = (f"the grader failed on this submission ({type(exc).__name__}); "
                "please tell your instructor")
     trace = "".join(traceback.format_exception(exc))
-    return GradingResult(judge.not_run(exercise), message, "error", hex_digest,
+    return GradingResult(tuple(judge.not_run(exercise)), message, Status.ERROR, hex_digest,
                          exercise=exercise, fault=trace)

@@ -2,7 +2,8 @@
 
 An exercise lists the requirements of its task statement in
 ``autograder/exercises/<exercise>/requirements.py`` as ``REQUIREMENTS``, a tuple of
-:class:`Requirement`: one row per sentence of the task that asks for something
+:class:`~autograder.exercises.requirement.Requirement` (a module of its own, which the
+rows import, so they never import this module that loads them): one row per sentence of the task that asks for something
 (what to donate, what to keep, what to return for each named input, what to read,
 what memory must be saved). A row's ``checks`` are the hidden tests that fail
 when an answer violates that row and nothing else, so the row is worth exactly
@@ -18,25 +19,11 @@ Each row has sample answers in ``hidden/samples/`` that violate it alone
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 from autograder import exercises
+from autograder.exercises.requirement import Requirement
 
-
-@dataclass(frozen=True)
-class Requirement:
-    """One requirement of a task statement.
-
-    ``id``: a short slug (``donate-state``), what ``expected.json`` names;
-    ``title``: a few words learners see beside the checks and in feedback;
-    ``says``: the task's sentence, Markdown, one line;
-    ``checks``: names of the hidden tests (``test_...``) that grade it.
-    """
-
-    id: str
-    title: str
-    says: str
-    checks: tuple[str, ...]
+__all__ = ["Requirement", "of", "points", "rows_of_check", "problems"]
 
 
 def of(exercise: str) -> tuple[Requirement, ...]:

@@ -15,21 +15,62 @@ Otter-Grader's ``GradingResults``, converted to Gradescope's format only when
 written out.
 
 Every write is atomic (a temporary file renamed into place), and
-``summary.csv`` is always rebuilt from the results on disk.
+``summary.csv`` is always rebuilt from the results on disk. Statuses are
+:class:`Status` and :class:`CheckStatus`, string enums: each is its word wherever
+it is written (JSON, CSV, the service's store), so the files are as before.
 """
+from __future__ import annotations
+
 import csv
 import dataclasses
 import io
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from autograder import exercises
 
+JSON = dict[str, Any]  # a JSON object as :mod:`json` reads and writes it
+
 SUMMARY_FIELDS = ("submission", "exercise", "score", "max_score", "status", "output")
 LEARNER_OUTPUT_CHARS = 2000  # of the learner's printed output kept for the instructor
+
+
+class CheckStatus(StrEnum):
+    """One hidden test's verdict (Gradescope's ``status`` of a test)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+class Status(StrEnum):
+    """Why a submission's checks ran or did not: :attr:`GRADED`, or what stopped them."""
+
+    GRADED = "graded"  # the hidden tests judged what the learner's code did
+    UNREADABLE = "unreadable"  # nothing to run: the file could not be read as a hand-in
+    WRONG_EXERCISE = "wrong exercise"  # the notebook of another exercise
+    NOT_ATTEMPTED = "not attempted"  # the answer cell is still the released stub
+    INCOMPLETE = "incomplete"  # the function is missing, or the probe could not run
+    # how the learner's process ended, when not well (autograder.sandbox.wire.Outcome)
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    EXITED = "exited"
+    CRASHED = "crashed"
+    ERROR = "error"  # the grader's own fault: the learner is told to tell the instructor
+
+
+def _known(kind: type[StrEnum], word: str) -> str:
+    """``word`` as a member of ``kind``; a word of none (a stored result's, written by
+    another version or by hand) is kept as it is, so reading a store never fails on it."""
+    try:
+        return kind(word)
+    except ValueError:
+        return word
 
 
 @dataclass(frozen=True)
@@ -42,14 +83,17 @@ class CheckResult:
     ``output`` the feedback a learner reads (plain words, never test source).
     """
 
-    grade_id: str
+    grade_id: str | None  # None: a title no hidden test has now (a result stored before ids)
     title: str
     score: float
     max_score: float
-    status: str
+    status: CheckStatus | str  # a stored word of no CheckStatus stays a str
     output: str
 
-    def to_gradescope(self, visibility="visible"):
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", _known(CheckStatus, self.status))
+
+    def to_gradescope(self, visibility: str = "visible") -> JSON:
         """This check as one entry of Gradescope's ``tests`` list."""
         return {"name": self.title, "score": self.score, "max_score": self.max_score,
                 "status": self.status, "output": self.output, "visibility": visibility}
@@ -60,7 +104,8 @@ class GradingResult:
     """The result of grading one submission.
 
     ``checks`` are :class:`CheckResult` in the hidden tests' order;
-    ``output`` says what happened in plain words; ``status`` is ``graded``
+    ``output`` says what happened in plain words; ``status`` (a :class:`Status`; its
+    word is taken too, and a stored word of none is kept) is ``graded``
     or why the checks did not run (``unreadable``, ``wrong exercise``,
     ``not attempted``, ``incomplete``, a sandbox outcome such as
     ``timeout`` or ``memory``, ``error`` for a grader fault); ``digest`` is
@@ -76,9 +121,9 @@ class GradingResult:
     (:meth:`points`).
     """
 
-    checks: tuple
+    checks: tuple[CheckResult, ...]
     output: str
-    status: str
+    status: Status | str  # a stored word of no Status stays a str
     digest: str = ""
     seconds: float = 0.0
     learner_output: str = ""
@@ -86,28 +131,29 @@ class GradingResult:
     fault: str = ""
     version: str = ""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "checks", tuple(self.checks))
+        object.__setattr__(self, "status", _known(Status, self.status))
         object.__setattr__(self, "learner_output", self.learner_output[-LEARNER_OUTPUT_CHARS:])
 
     @property
-    def score(self):
+    def score(self) -> float:
         return sum(c.score for c in self.checks)
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return sum(c.max_score for c in self.checks)
 
-    def points(self):
+    def points(self) -> dict[str | None, float]:
         """The points table that graded this result: ``{grade_id: max_score}``."""
         return {c.grade_id: c.max_score for c in self.checks}
 
-    def to_gradescope(self, visibility="visible"):
+    def to_gradescope(self, visibility: str = "visible") -> JSON:
         """Gradescope's results.json for this submission, as a dict (the one conversion).
 
         ``visibility`` is each test's Gradescope visibility.
         """
-        extra = {"status": self.status, "digest": self.digest,
+        extra: dict[str, str] = {"status": self.status, "digest": self.digest,
                  "learner_output": self.learner_output, "exercise": self.exercise}
         if self.version:  # the hidden tests that graded it (unknown: left out)
             extra["version"] = self.version
@@ -120,7 +166,7 @@ class GradingResult:
             "extra_data": extra,
         }
 
-    def to_record(self):
+    def to_record(self) -> JSON:
         """A JSON-ready dict holding every field (what the grading service stores);
         ``fault`` and ``version`` only when there is one."""
         record = dataclasses.asdict(self)
@@ -129,7 +175,7 @@ class GradingResult:
                 del record[name]
         return record
 
-    def for_instructor(self, visibility="visible"):
+    def for_instructor(self, visibility: str = "visible") -> JSON:
         """:meth:`to_gradescope` plus, after a grader fault, its traceback in
         ``extra_data["fault"]`` (the command line's results folder is the instructor's)."""
         data = self.to_gradescope(visibility)
@@ -138,26 +184,26 @@ class GradingResult:
         return data
 
     @classmethod
-    def from_record(cls, data):
+    def from_record(cls, data: Mapping[str, Any]) -> GradingResult:
         """The result :meth:`to_record` gave; raises KeyError/TypeError on another shape."""
         fields = {k: v for k, v in data.items() if k != "checks"}
-        return cls(checks=[CheckResult(**c) for c in data["checks"]], **fields)
+        return cls(checks=tuple(CheckResult(**c) for c in data["checks"]), **fields)
 
     @classmethod
-    def from_gradescope(cls, data, grade_ids):
+    def from_gradescope(cls, data: Mapping[str, Any], grade_ids: Mapping[str, str | None]) -> GradingResult:
         """A result from Gradescope's dict (as stored before results were typed).
 
         ``grade_ids`` maps each test's title to its grade_id (None when unknown).
         """
         extra = data.get("extra_data") or {}
-        checks = [CheckResult(grade_ids.get(t["name"]), t["name"], t["score"], t["max_score"],
-                              t["status"], t["output"]) for t in data["tests"]]
+        checks = tuple(CheckResult(grade_ids.get(t["name"]), t["name"], t["score"], t["max_score"],
+                                   t["status"], t["output"]) for t in data["tests"])
         return cls(checks, data["output"], extra.get("status", "graded"), extra.get("digest", ""),
                    data.get("execution_time", 0.0), extra.get("learner_output", ""),
                    extra.get("exercise", ""), version=extra.get("version", ""))
 
 
-def stored(data, exercise):
+def stored(data: Mapping[str, Any], exercise: str) -> GradingResult:
     """A result as the grading service stored it (:meth:`GradingResult.to_record`), as a
     :class:`GradingResult`; one stored before results were typed (Gradescope's dict)
     gets each check's grade_id from its title in ``exercise``'s hidden tests."""
@@ -167,7 +213,7 @@ def stored(data, exercise):
     return GradingResult.from_gradescope(data, ids)
 
 
-def kept(out_dir, name, hex_digest):
+def kept(out_dir: str | os.PathLike[str], name: str | os.PathLike[str], hex_digest: str) -> JSON | None:
     """The results.json dict already in ``out_dir`` for this very submission
     (same ``hex_digest``), else None: what a rerun keeps instead of regrading."""
     done = read_results(out_dir, name)
@@ -176,7 +222,7 @@ def kept(out_dir, name, hex_digest):
     return None
 
 
-def atomic_write(path, text):
+def atomic_write(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the new, never half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -192,22 +238,23 @@ def atomic_write(path, text):
         raise
 
 
-def write_results(out_dir, name, result):
+def write_results(out_dir: str | os.PathLike[str], name: str, result: GradingResult) -> Path:
     """Write ``out_dir/<name>/results.json`` from a :class:`GradingResult`; its path."""
     path = Path(out_dir) / name / "results.json"
     atomic_write(path, json.dumps(result.for_instructor(), indent=2) + "\n")
     return path
 
 
-def read_results(out_dir, name):
+def read_results(out_dir: str | os.PathLike[str], name: str | os.PathLike[str]) -> JSON | None:
     """The results on disk for ``name``, or None if missing or unreadable."""
     try:
-        return json.loads((Path(out_dir) / name / "results.json").read_text("utf-8"))
+        data: JSON = json.loads((Path(out_dir) / name / "results.json").read_text("utf-8"))
+        return data
     except (OSError, ValueError):
         return None
 
 
-def write_summary(out_dir):
+def write_summary(out_dir: str | os.PathLike[str]) -> None:
     """Rebuild ``summary.csv`` from every results.json under ``out_dir``: a file's
     ``<name>/results.json`` and an nbgrader tree's ``<student>/<exercise>/results.json``,
     one row each (``submission`` is the name or the student)."""

@@ -7,7 +7,8 @@ exercise, one graded submission (two for a quarter of them) whose failed checks 
 few shapes with varying numbers (as a class's are), and one lesson run; then the
 page the service answers at ``<prefix>class`` is made from it as the handler
 makes it (:func:`class_stats.class_data`, then :func:`class_page.render`), best
-of ``--repeat``, drawn fresh (the plots' cache emptied) and drawn again. Prints the seconds of each part, the page's size, and the
+of ``--repeat``, drawn fresh (the plots' cache emptied) and drawn again. Prints the
+seconds of each part, the page's size, and the
 2,000-learner page's time as a ratio to the 200-learner one (10 x the learners).
 Rows are written straight into the store's table as graded submissions (the
 tests fill theirs through the service): this measures the page, not grading.

@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import load, pipeline
+from autograder import load
 from autograder.defaults import CHECKOUT as REPO, release_argv, site_build_argv
 from tests.grading.helpers import SAMPLES, with_answer
 

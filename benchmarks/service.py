@@ -39,8 +39,8 @@ from pathlib import Path
 from autograder.defaults import CHECKOUT as REPO, release_argv
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.processes import free_port
-from tests.service.running import read_rows
 from tests.service.postgres import Cluster
+from tests.service.running import read_rows
 
 BIN = Path(sys.executable).parent
 

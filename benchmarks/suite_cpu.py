@@ -5,7 +5,8 @@
     sudo python3 benchmarks/suite_cpu.py -- .venv/bin/python -m pytest tests/grading -q
 
 Runs the command (in the current folder; the script needs only Python's standard
-library, so a fresh clone can be measured before its .venv exists) with the kernel's process accounting on (acct(2), BSD accounting
+library, so a fresh clone can be measured before its .venv exists) with the kernel's
+process accounting on (acct(2), BSD accounting
 version 3: one record per process as it ends, with its user and system CPU time, pid
 and parent's pid) while a thread reads each new process's command line from /proc
 every 0.3 s. At the end it prints the run's wall-clock seconds, the CPU-seconds of the
@@ -33,7 +34,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-
 
 RECORD = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3 (linux/acct.h): 64 bytes
 TICKS = 100  # AHZ: the records' CPU times are in hundredths of a second

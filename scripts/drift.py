@@ -4,7 +4,8 @@
     make drift JAX=0.12.0.1    # on a machine with a CUDA GPU: the lessons run on the GPU
 
 builds a throwaway venv (``_build/drift/jax-<version>-py<x.y>/``: what the lessons and
-the grader import, at requirements.txt's pins, with JAX's changed, from the same registries), executes every lesson there
+the grader import, at requirements.txt's pins, with JAX's changed, from the same
+registries), executes every lesson there
 (jupytext + nbclient, every rule recorded, none stopping the lesson) and grades every
 exercise's sample answers with the course's grader, then compares with the course's
 own build (``_build/html/_static/rules.json``, myst-nb's glue caches) and each
@@ -69,7 +70,7 @@ PAGE_TIMEOUT = 600  # seconds for one page run by --cells (--page-timeout)
 # What a lesson's kernel prints last, so the report says where the lessons ran (the
 # observing process itself does not open the device).
 PLATFORM_MARK = "course-drift-platform "
-PLATFORM_CELL = ("import json as _json, jax as _jax\n"
+PLATFORM_CELL = ("import json as _json, jax as _jax\n"  # noqa: UP031 (the cell's braces)
                  "print(%r + _json.dumps({'jax': _jax.__version__, 'platform': _jax.default_backend(), "
                  "'device_kind': _jax.devices()[0].device_kind, 'device_count': len(_jax.devices())}))"
                  % PLATFORM_MARK)
@@ -362,8 +363,9 @@ def committed_observation(report_path: Path = LAST_REPORT) -> dict:
     (its ``old`` side: each rule's status, each glued value), for making a report where
     the site is not built here; the samples from their ``expected.json``."""
     report = json.loads(report_path.read_text())
-    rules = [{"id": r["id"], "page": drift_compare.current_page(r), "jax": report["old_jax"], "held": r["old"] == "holds",
-              "prose": r.get("prose", [])} for r in report["rows"] if r["kind"] == "rule" and r["old"] != "not asserted"]
+    rules = [{"id": r["id"], "page": drift_compare.current_page(r), "jax": report["old_jax"],
+              "held": r["old"] == "holds", "prose": r.get("prose", [])}
+             for r in report["rows"] if r["kind"] == "rule" and r["old"] != "not asserted"]
     glue = {}
     for r in report["rows"]:
         if r["kind"] == "glue":
@@ -373,7 +375,8 @@ def committed_observation(report_path: Path = LAST_REPORT) -> dict:
         for name, want in json.loads(expected.read_text()).items():
             if (expected.parent / f"{name}.py").exists():
                 samples[f"{expected.parents[2].name}/{name}"] = want
-    python = glue.get("book/intro", {}).get("built_python", "'?'").strip("'\"")  # the build's, as the landing page glued it
+    # the build's, as the landing page glued it
+    python = glue.get("book/intro", {}).get("built_python", "'?'").strip("'\"")
     return {"jax": report["old_jax"], "python": python, "rules": rules, "glue": glue, "samples": samples}
 
 
@@ -470,7 +473,8 @@ def main(argv=None) -> int:
     built = (BUILD / "html" / "_static" / "rules.json").is_file()
     if args.observed:
         old = course_observation() if built else committed_observation()
-        print(f"==> against the course's own build, as {'_build/ holds it' if built else 'book/drift_report.json records it'}")
+        source = "_build/ holds it" if built else "book/drift_report.json records it"
+        print(f"==> against the course's own build, as {source}")
         new = json.loads(args.observed.read_text())
         where = platform_of(new)
     else:

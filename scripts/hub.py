@@ -3,13 +3,13 @@ the grading service both answer through its proxy, stop it on Ctrl-C.
 
 The hub runs in this process group, so a Ctrl-C reaches it directly; SIGTERM and
 SIGHUP are passed on. Once it has stopped (and its learners' servers with it), its
-socket folder under ``/run/course-hub`` is removed, unless another hub answers there. The hub's log is the terminal's, as JupyterHub prints it.
+socket folder under ``/run/course-hub`` is removed, unless another hub answers there.
+The hub's log is the terminal's, as JupyterHub prints it.
 Configuration: ``deploy/hub/jupyterhub_config.py``; ports and the hub's domain come
 from the environment, defaults from ``autograder.defaults.HUB_ENVIRONMENT``.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket

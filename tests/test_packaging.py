@@ -138,8 +138,9 @@ def test_make_venv_leaves_out_what_defaults_says_it_removes():
     """``NOT_KEPT`` (autograder/defaults.py says why: seconds of CPU in every nbgrader
     command, grader and server) is pinned for pip's resolution and not installed in .venv,
     and jsonschema, which would import it, is imported without it."""
-    from autograder.defaults import NOT_KEPT
     from packaging.utils import canonicalize_name
+
+    from autograder.defaults import NOT_KEPT
 
     pinned = {canonicalize_name(line.split("==")[0]) for line in
               (REPO / "requirements.txt").read_text().splitlines() if "==" in line}

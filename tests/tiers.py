@@ -81,7 +81,8 @@ NODES = {
 # What a test body may call that starts a grading command, nbgrader or a server: such
 # a test must be in a slow tier (collection stops otherwise, see mark).
 STARTERS = re.compile(r"\b(grader_cli|nbgrader|release|Service|Worker|Hub)\(|"
-                      r"\"-m\", \"(autograder|autograder\.service[.\w]*|jupyterhub|nbgrader)\"|\"make\", \"(serve|hub|test)\"")
+                      r"\"-m\", \"(autograder|autograder\.service[.\w]*|jupyterhub|nbgrader)\"|"
+                      r"\"make\", \"(serve|hub|test)\"")
 
 
 def starters_in(source: str) -> list[str]:

@@ -21,12 +21,16 @@ Two parts live where their tools want them: the nbgrader source notebook
 ``tests/grading/test_exercise_folders.py`` fails, naming the part, when any
 part of a registered exercise is missing.
 """
+from __future__ import annotations
+
 import ast
 import functools
 import importlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from autograder.defaults import CHECKOUT as REPO
 
@@ -43,14 +47,14 @@ class Exercise:
     name: str
     title: str
     points: int
-    preload: tuple
+    preload: tuple[str, ...]
     folder: Path
 
-    def probe(self):
+    def probe(self) -> ModuleType:
         """The probe module (imported; it imports JAX only when observing)."""
         return importlib.import_module(f"{__name__}.{self.name}.probe")
 
-    def hidden(self):
+    def hidden(self) -> ModuleType:
         """The hidden tests' module as they are on disk now (grader side only: imported
         again when they changed, :func:`autograder.exercises.current.version`; raises
         its ``NotLoadable`` while they cannot be imported)."""
@@ -58,37 +62,37 @@ class Exercise:
         current.version(self.name)
         return importlib.import_module(f"{__name__}.{self.name}.hidden.tests")
 
-    def version(self):
+    def version(self) -> str:
         """The version of this exercise's grading on disk (hex digest; see
         :mod:`autograder.exercises.current`)."""
         from autograder.exercises import current
         return current.version(self.name)
 
-    def tests(self):
+    def tests(self) -> list[tuple[str, str, int]]:
         """``[(function name, title, points)]`` of the hidden tests, in file order."""
         return [(name, fn.title, fn.points) for name, fn in vars(self.hidden()).items()
                 if name.startswith("test_") and hasattr(fn, "points")]
 
     @property
-    def samples(self):
+    def samples(self) -> Path:
         """Folder of sample answer cells (``<sample>.py``) and ``expected.json``."""
         return self.folder / "hidden" / "samples"
 
     @property
-    def source(self):
+    def source(self) -> Path:
         """The nbgrader source notebook (instructor's version)."""
         return REPO / "exercises" / "source" / self.name / f"{self.name}.ipynb"
 
     @property
-    def page(self):
+    def page(self) -> Path:
         """The exercise's page in the book."""
         return REPO / "book" / "exercises" / f"{self.name}.md"
 
 
-_registered = {"stat": None, "names": NAMES}  # NAMES as this file said it when last read
+_registered: dict[str, Any] = {"stat": None, "names": NAMES}  # NAMES as this file said it when last read
 
 
-def names():
+def names() -> tuple[str, ...]:
     """The registered exercises' names (a tuple of str), in the course's order.
 
     :data:`NAMES` as this file says it now: read again when the file changes, so a
@@ -108,7 +112,7 @@ def names():
     return _registered["names"]
 
 
-def _read_names(text):
+def _read_names(text: str) -> tuple[str, ...]:
     """The tuple ``NAMES = (...)`` assigns in ``text`` (this module's source)."""
     for node in ast.parse(text).body:
         if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["NAMES"]:
@@ -118,7 +122,7 @@ def _read_names(text):
     raise ValueError("no NAMES tuple of names")
 
 
-def get(name):
+def get(name: str) -> Exercise:
     """The :class:`Exercise` called ``name``; ValueError when none is registered. Its
     metadata is read again after :mod:`autograder.exercises.current` loaded the
     exercise's modules again (an instructor's edit)."""
@@ -129,13 +133,13 @@ def get(name):
 
 
 @functools.lru_cache(maxsize=None)
-def _made(name, generation):
+def _made(name: str, generation: int) -> Exercise:
     meta = importlib.import_module(f"{__name__}.{name}")
     return Exercise(name=name, title=meta.TITLE, points=meta.POINTS,
                     preload=tuple(meta.PRELOAD), folder=FOLDER / name)
 
 
-def private_folders():
+def private_folders() -> list[Path]:
     """Every exercise folder's ``hidden/`` (registered or not: a forgotten
     registration must not expose its hidden tests), as absolute paths."""
     return sorted(FOLDER.glob("*/hidden"))

@@ -14,16 +14,20 @@ is never graded by the tests the process started with.
 Grader side only: learner processes never read these files (they get the probe
 from the zygote's fork).
 """
+from __future__ import annotations
+
 import hashlib
 import importlib
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
 FOLDER = Path(__file__).resolve().parent
 _lock = threading.RLock()
 generation = 0  # how many times modules were loaded again (autograder.exercises.get)
-_seen = {}  # exercise -> (the files' stat keys, digest, why it cannot be loaded or None)
+_seen: dict[str, tuple[object, str, str | None]] = {}  # exercise -> (the files' stat keys, digest, why it cannot be loaded or None)
 
 
 class NotLoadable(Exception):
@@ -31,27 +35,27 @@ class NotLoadable(Exception):
     mid-edit, a missing file): nothing of the exercise may be graded until they can."""
 
 
-def files(name):
+def files(name: str) -> list[Path]:
     """The files whose bytes are the version of exercise ``name``'s grading, in order."""
     folder = FOLDER / name
     return [FOLDER / "common.py", folder / "__init__.py", folder / "probe.py",
             folder / "hidden" / "tests.py"]
 
 
-def _modules(name):
+def _modules(name: str) -> list[str]:
     """The modules of :func:`files`, in the order they are loaded again."""
     return ["autograder.exercises.common", f"autograder.exercises.{name}",
             f"autograder.exercises.{name}.probe", f"autograder.exercises.{name}.hidden.tests"]
 
 
-def _forget(module):
+def _forget(module: ModuleType) -> None:
     """Remove the names ``module``'s code defined: ``importlib.reload`` runs the new code in
     the old namespace, so a hidden test deleted from the file would still be graded."""
     for key in [k for k in vars(module) if not k.startswith("__")]:
         delattr(module, key)
 
 
-def _load(name):
+def _load(name: str) -> str | None:
     """Import (again) the modules of ``name``: None, or why they cannot be imported."""
     try:
         for module in _modules(name):
@@ -66,7 +70,7 @@ def _load(name):
     return None
 
 
-def version(name):
+def version(name: str) -> str:
     """The version of exercise ``name``'s grading on disk: a 64-character hex digest.
 
     When the files changed since this process last asked, its modules are imported
@@ -95,7 +99,7 @@ def version(name):
         return seen[1]
 
 
-def loadable(names):
+def loadable(names: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
     """``({name: version}, {name: why not})`` of the exercises ``names``."""
     good, bad = {}, {}
     for name in names:

@@ -25,6 +25,8 @@ named for the process they run in:
 No module here imports this one's own definitions, so the package has no
 import cycle (``tests/grading/test_imports.py``).
 """
+from __future__ import annotations
+
 import atexit
 import logging
 import os
@@ -35,7 +37,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from autograder.sandbox import cgroups, compile_cache, wire
 from autograder.sandbox.confine import HIDDEN, REPO, XLA_FLAGS, import_paths
@@ -53,7 +57,7 @@ PRIVATE = (*HIDDEN, "_build/gradescope", "exercises/source", "exercises/gradeboo
            "exercises/submitted", "exercises/autograded", "tests", "grading.db", ".git")
 
 
-def protect(out_dir=None):
+def protect(out_dir: str | os.PathLike[str] | None = None) -> None:
     """Make :data:`PRIVATE` paths and ``out_dir`` unreadable to sandbox uids (root only)."""
     if os.geteuid() != 0:
         return
@@ -62,7 +66,7 @@ def protect(out_dir=None):
             os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
 
-def run(request, limits=None, slot=0):
+def run(request: dict[str, Any], limits: Limits | None = None, slot: int = 0) -> Outcome:
     """Run one request in a fresh limited process; return an :class:`Outcome`.
 
     ``request`` is ``{"exercise", "seed", "cells": [{"label", "source"}],
@@ -74,7 +78,8 @@ def run(request, limits=None, slot=0):
     """
     limits = limits or Limits()
     with lease_uid(slot) as lease:
-        return shared().send(request, limits, lease)
+        outcome: Outcome = shared().send(request, limits, lease)
+        return outcome
 
 
 def interpreter():
@@ -128,14 +133,17 @@ def stack_at_hard_limit(code):
 class Zygote:
     """The grader's handle on a zygote process (started on first use)."""
 
-    def __init__(self):
-        self.proc, self.path, self.lock, self.ready = None, None, threading.Lock(), False
-        self.cannot_run = None  # why no learner process could run, when none could
-        self.versions = {}  # exercise -> version of its grading the zygote preloaded
-        self.cached = []  # the compile cache's folders the zygote holds
-        self.retired = []  # (zygote, when) replaced by a newer one, closed a while later
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.path: str | None = None
+        self.lock, self.ready = threading.Lock(), False
+        self.cannot_run: str | None = None  # why no learner process could run, when none could
+        self.versions: dict[str, str] = {}  # exercise -> version of its grading the zygote preloaded
+        self.cached: list[str] = []  # the compile cache's folders the zygote holds
+        # (zygote, when) replaced by a newer one, closed a while later
+        self.retired: list[tuple[subprocess.Popen[str], float]] = []
 
-    def launch(self, exercises=()):
+    def launch(self, exercises: Iterable[str] = ()) -> None:
         """Start the zygote without waiting for it (it imports JAX meanwhile).
 
         ``exercises`` get their learners' heavier imports
@@ -253,6 +261,6 @@ _shared = Zygote()
 atexit.register(_shared.stop)
 
 
-def shared():
+def shared() -> Zygote:
     """The process-wide zygote, started on first use."""
     return _shared

@@ -46,6 +46,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from autograder import defaults
 
@@ -161,7 +162,8 @@ def ready(versions, environment, folder=None):
     return found
 
 
-_warming = {}  # (exercise, folder, environment) -> (its warming process, when it started)
+# (exercise, folder, environment) -> (its warming process, when it started)
+_warming: dict[tuple[Any, ...], tuple[Any, float]] = {}
 RETRY_S = 600  # a warming that ended without a warm folder is tried again this long after
 
 
@@ -327,4 +329,4 @@ def counts():
     return None if _remote is None else {"hits": _remote.hits, "misses": _remote.misses}
 
 
-FOLDERS = []  # in the zygote: the warm folders it was started with (paths only)
+FOLDERS: list[str] = []  # in the zygote: the warm folders it was started with (paths only)

@@ -91,7 +91,7 @@ def confine(request, limits, uid, scratch, log_path, write_fd, keep=()):
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
 
 
-def import_paths():
+def import_paths() -> list[str]:
     """Folders learner processes import from: this repo, then every site-packages.
 
     The zygote's ``sys.path`` is built from this, and neither the private
@@ -139,7 +139,7 @@ def _non_system():
             if entry.name not in SYSTEM and entry.is_dir(follow_symlinks=False)]
 
 
-def isolation_problem():
+def isolation_problem() -> str | None:
     """Why learner processes would run without their own mount and network namespaces
     (as root), or None when they get them (or when not root: no namespaces are made).
 

@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 
 import autograder.exercises
 from autograder.sandbox import compile_cache, wire
@@ -79,7 +80,7 @@ def run_cells(cells, shell, memory_mib=None):
     return errors
 
 
-def preload(exercises=()):
+def preload(exercises: Iterable[str] = ()) -> None:
     """Import what submissions need, without starting a JAX backend.
 
     Safe before ``fork()``: importing JAX creates no threads or devices; the
@@ -88,8 +89,8 @@ def preload(exercises=()):
     ``exercises`` gets its :func:`exercise_imports` imported.
     """
     import jax  # noqa: F401
-    import jax.numpy  # noqa: F401
     import jax.monitoring  # noqa: F401
+    import jax.numpy  # noqa: F401
 
     import autograder.exercises.common  # noqa: F401
 

@@ -8,9 +8,14 @@ Both need the same thing: the venv's interpreter may live where an unprivileged 
 cannot go (pyenv's, in root's home, mode 0700), so the interpreter's prefix and the venv
 are bound back, at the paths Python knows them by, under the covers.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import sys
+from collections.abc import Collection, Iterable, Mapping, Sequence
+
+Kept = tuple[str, str]  # (where Python names a folder, the folder it really is)
 
 MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 MNT_DETACH = 2
@@ -18,19 +23,21 @@ STAGING = "/mnt"  # an existing folder outside every cover
 SMALL = "size=1m,mode=0755"  # a cover that only holds the paths bound back into it
 
 
-def libc():
+def libc() -> ctypes.CDLL:
     """The C library, with ``errno`` kept for :func:`mount`."""
     return ctypes.CDLL(None, use_errno=True)
 
 
-def mount(lib, source, target, fstype, flags, data):
+def mount(lib: ctypes.CDLL, source: str | None, target: str, fstype: str | None, flags: int,
+          data: str | None) -> None:
     """``mount(2)``; raises OSError (with errno) when it fails."""
-    enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else str(s).encode()
     if lib.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
         raise OSError(ctypes.get_errno(), f"mount {source} on {target}")
 
 
-def interpreter_paths():
+def interpreter_paths() -> list[Kept]:
     """``[(where, real)]``: the interpreter's prefix (``sys.base_prefix``) and the venv
     (``sys.prefix``), each at the path Python names it by and the folder it really is
     (a venv may be reached through a symbolic link)."""
@@ -38,7 +45,7 @@ def interpreter_paths():
                    (sys.prefix, os.path.realpath(sys.prefix))})
 
 
-def under(paths, covers):
+def under(paths: Iterable[Kept], covers: Collection[str]) -> list[Kept]:
     """Those ``(where, real)`` of ``paths`` that a folder of ``covers`` would hide, without
     any nested in another kept one (its parent brings it back)."""
     hidden = [(w, r) for w, r in paths if any(w == c or w.startswith(c + "/") for c in covers)]
@@ -46,7 +53,7 @@ def under(paths, covers):
             if not any(w != o and w.startswith(o + "/") for o, _ in hidden)]
 
 
-def cover(lib, covers, keep):
+def cover(lib: ctypes.CDLL, covers: Mapping[str, str], keep: Sequence[Kept]) -> None:
     """Mount an empty tmpfs on each folder of ``covers`` (``{folder: tmpfs options}``, in
     its order: a folder below an earlier cover is made on that cover, so it is there
     even where the machine has none), then bind each ``(where, real)`` of ``keep`` back
@@ -60,7 +67,7 @@ def cover(lib, covers, keep):
     for i, (_, real) in enumerate(keep):
         os.mkdir(f"{STAGING}/{i}")
         mount(lib, real, f"{STAGING}/{i}", None, MS_BIND | MS_REC, None)
-    made = []
+    made: list[str] = []
     for target, options in covers.items():
         if not os.path.lexists(target) and any(target.startswith(c + "/") for c in made):
             os.makedirs(target, mode=0o755)  # below an earlier cover: made on it
@@ -73,6 +80,6 @@ def cover(lib, covers, keep):
     lib.umount2(STAGING.encode(), MNT_DETACH)
 
 
-def make_root_private(lib):
+def make_root_private(lib: ctypes.CDLL) -> None:
     """Stop mounts made here from reaching the parent namespace (``MS_PRIVATE`` on /)."""
     mount(lib, "none", "/", None, MS_REC | MS_PRIVATE, None)

@@ -18,6 +18,7 @@ import signal
 import socket
 import tempfile
 import time
+from io import BufferedIOBase
 from pathlib import Path
 
 from autograder.sandbox import cgroups, compile_cache, confine, learner, wire
@@ -33,7 +34,7 @@ PROCESS_SIGNS = ("pthread_create() failed", "can't start new thread",
                  "BlockingIOError: [Errno 11] Resource temporarily unavailable")
 
 
-def serve(conn, rfile, wfile):
+def serve(conn: socket.socket, rfile: BufferedIOBase, wfile: BufferedIOBase) -> None:
     """Read one request from the grader on ``conn``, supervise it, answer on ``wfile``."""
     request, limits, lease = wire.receive_request(conn, rfile)
     wire.send_outcome(wfile, supervise(request, limits, lease))

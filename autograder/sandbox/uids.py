@@ -2,15 +2,18 @@
 
 Runs in the grader's process (:func:`lease_uid`, which also sweeps what a
 crashed grader left under the uid and in its cgroup) and the supervisor's
-(:func:`kill_uid` after each submission, a second net behind its cgroup). Only when grading runs as root; otherwise learner
-code runs as the grader's own user and there is nothing to lease.
+(:func:`kill_uid` after each submission, a second net behind its cgroup). Only when
+grading runs as root; otherwise learner code runs as the grader's own user and there is nothing to lease.
 """
+from __future__ import annotations
+
 import contextlib
 import fcntl
 import os
 import signal
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +39,7 @@ class Lease:
 
 
 @contextlib.contextmanager
-def lease_uid(slot=0):
+def lease_uid(slot: int = 0) -> Iterator[Lease | None]:
     """Hold a sandbox uid that no other grader on this machine is using; yield a :class:`Lease`.
 
     Each uid is guarded by an exclusive ``flock`` on a root-only file, so a
@@ -66,7 +69,7 @@ def lease_uid(slot=0):
     raise RuntimeError("no free sandbox uid")
 
 
-def _sweep(lease):
+def _sweep(lease: Lease) -> None:
     """End what a crashed run left under ``lease``'s uid: its submission's cgroup
     (every process in it, then the group), then every process of the uid."""
     group = cgroups.found(cgroups.SANDBOX, str(lease.uid))
@@ -75,7 +78,7 @@ def _sweep(lease):
     kill_uid(lease)
 
 
-def kill_uid(lease, reap=False):
+def kill_uid(lease: Lease, reap: bool = False) -> bool:
     """SIGKILL every process owned by ``lease.uid``, fork bombs included, if the lease is held.
 
     Fenced by the lease: unless ``lease.fd`` holds the uid's lock (``flock``
@@ -96,7 +99,7 @@ def kill_uid(lease, reap=False):
     return True
 
 
-def end_uid(uid, reap=False):
+def end_uid(uid: int, reap: bool = False) -> None:
     """SIGKILL every process of ``uid`` (an int; root only), until /proc shows none left:
     :func:`kill_uid` without a lease, also for the hub's learners (their server stopped)."""
     for _ in range(100):
@@ -116,7 +119,7 @@ def end_uid(uid, reap=False):
         time.sleep(0.01)
 
 
-def _reap_children():
+def _reap_children() -> None:
     """Reap every exited child of this (supervisor) process."""
     while True:
         try:
@@ -127,7 +130,7 @@ def _reap_children():
             return
 
 
-def _owner(proc_dir):
+def _owner(proc_dir: Path) -> int | None:
     try:
         return proc_dir.stat().st_uid
     except OSError:

@@ -15,9 +15,14 @@ reply). Two channels, one message each way:
   (counts for the benchmarks, which no grade reads). It is data from untrusted
   code: :func:`read_reply` accepts any bytes.
 """
+from __future__ import annotations
+
 import json
 import socket
 from dataclasses import asdict, dataclass
+from enum import StrEnum
+from io import BufferedIOBase
+from typing import IO, Any
 
 from autograder import defaults
 from autograder.sandbox.uids import Lease
@@ -39,32 +44,48 @@ class Limits:
     file_mib: int = 64
 
 
+class OutcomeStatus(StrEnum):
+    """How the learner's process ended (:attr:`Outcome.status`); its word on the wire."""
+
+    OK = "ok"
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    EXITED = "exited"
+    CRASHED = "crashed"
+    ERROR = "error"  # the grader's fault
+
+
 @dataclass
 class Outcome:
     """How the learner's process ended.
 
-    ``status`` is ``ok``, ``timeout``, ``memory``, ``exited``, ``crashed`` or
-    ``error`` (the grader's fault); ``message`` is the plain-words reason when
+    ``status`` (an :class:`OutcomeStatus`; its word is taken too) is ``ok``, ``timeout``,
+    ``memory``, ``exited``, ``crashed`` or ``error`` (the grader's fault); ``message`` is the plain-words reason when
     it is not ``ok``; ``reply`` is the learner process's JSON reply (None when
     none arrived); ``seconds`` is wall time; ``output_tail`` is the end of
     what the learner's code printed.
     """
 
-    status: str
+    status: OutcomeStatus
     message: str = ""
-    reply: dict = None
+    reply: dict[str, Any] | None = None
     seconds: float = 0.0
     output_tail: str = ""
 
+    def __post_init__(self) -> None:
+        self.status = OutcomeStatus(self.status)
 
-def send_request(conn, request, limits, lease):
+
+def send_request(conn: socket.socket, request: dict[str, Any], limits: Limits,
+                 lease: Lease | None) -> None:
     """Grader side: send ``request`` (a JSON-able dict), its limits and lease on ``conn``."""
     socket.send_fds(conn, [b"L"], [lease.fd] if lease else [])
     msg = {"request": request, "limits": asdict(limits), "uid": lease.uid if lease else None}
     conn.sendall(json.dumps(msg).encode() + b"\n")
 
 
-def receive_request(conn, rfile):
+def receive_request(conn: socket.socket,
+                    rfile: BufferedIOBase) -> tuple[dict[str, Any], Limits, Lease | None]:
     """Supervisor side: ``(request, Limits, Lease or None)`` from ``conn`` (``rfile`` reads it)."""
     _, fds, _, _ = socket.recv_fds(conn, 1, 1)
     msg = json.loads(rfile.readline())
@@ -72,12 +93,12 @@ def receive_request(conn, rfile):
     return msg["request"], Limits(**msg["limits"]), lease
 
 
-def send_outcome(wfile, outcome):
+def send_outcome(wfile: BufferedIOBase, outcome: Outcome) -> None:
     """Supervisor side: answer with ``outcome``."""
     wfile.write(json.dumps(asdict(outcome)).encode() + b"\n")
 
 
-def receive_outcome(conn):
+def receive_outcome(conn: socket.socket) -> Outcome:
     """Grader side: the :class:`Outcome`; RuntimeError if the supervisor closed without one."""
     with conn.makefile("rb") as answer:
         line = answer.readline()
@@ -86,17 +107,18 @@ def receive_outcome(conn):
     return Outcome(**json.loads(line))
 
 
-def write_reply(file, cell_errors, obs, compiles=None):
+def write_reply(file: IO[str], cell_errors: list[str], obs: dict[str, Any],
+                compiles: dict[str, int] | None = None) -> None:
     """Learner side: the reply, ``cell_errors`` (list of str), ``obs`` (JSON-able dict) and
     ``compiles``, the compile cache's counts (a dict, or None: left out)."""
-    reply = {"cell_errors": cell_errors, "obs": obs}
+    reply: dict[str, Any] = {"cell_errors": cell_errors, "obs": obs}
     if compiles is not None:
         reply["compile_cache"] = compiles
     json.dump(reply, file)
     file.flush()
 
 
-def read_reply(raw):
+def read_reply(raw: bytes) -> dict[str, Any] | None:
     """Supervisor side: the reply dict from the learner's bytes, or None if they are not one."""
     try:
         reply = json.loads(raw) if raw else None

@@ -9,18 +9,21 @@ zygote over a Unix socket in a root-only directory; each connection is one
 submission, served by a forked child, the supervisor
 (:func:`autograder.sandbox.supervisor.serve`).
 """
+from __future__ import annotations
+
 import gc
 import os
 import select
 import shutil
 import socketserver
 import sys
+from collections.abc import Sequence
 
 from autograder.sandbox import compile_cache, confine, learner, supervisor
 
 
 class _Handler(socketserver.StreamRequestHandler):
-    def handle(self):
+    def handle(self) -> None:
         """Runs in a forked child per connection: the supervisor of one submission.
 
         The first byte carries the uid lease's descriptor (SCM_RIGHTS), so
@@ -33,7 +36,7 @@ class _Handler(socketserver.StreamRequestHandler):
 class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
     max_children = 256
 
-    def service_actions(self):
+    def service_actions(self) -> None:
         """Between requests: reap children, and exit once the grader is gone.
 
         The grader holds our stdin open and never writes; EOF means it died
@@ -41,11 +44,11 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
         """
         super().service_actions()
         if select.select([sys.stdin], [], [], 0)[0] and not os.read(sys.stdin.fileno(), 1):
-            shutil.rmtree(os.path.dirname(self.server_address), ignore_errors=True)
+            shutil.rmtree(os.path.dirname(str(self.server_address)), ignore_errors=True)
             os._exit(0)
 
 
-def main(path, exercises=(), cached=()):
+def main(path: str, exercises: Sequence[str] = (), cached: Sequence[str] = ()) -> None:
     """The zygote's entry point: preload ``exercises``, note the compile cache's warm
     folders ``cached`` (:mod:`autograder.sandbox.compile_cache`: their paths only; each
     supervisor serves their entries after it forked its learner), listen on ``path``, say

@@ -201,8 +201,9 @@ def lesson_notebook(app: Sphinx, docname: str) -> str:
     import functools
 
     import jupytext
-    from book._ext.lab_markdown import Context, lab_notebook
     from myst_nb.ext.glue.crossref import read_glue_cache
+
+    from book._ext.lab_markdown import Context, lab_notebook
 
     notebook = jupytext.read(Path(app.env.doc2path(docname)))
     notebook.metadata.pop("jupytext", None)

@@ -24,8 +24,8 @@ asserted rules) stay in the notebook, collapsed (JupyterLab's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 # MyST role: {name}`body` (the body may wrap lines); a name starts with a letter,
 # so Python format fields such as `{0}` in inline code are not roles.

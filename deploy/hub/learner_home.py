@@ -23,7 +23,6 @@ from pathlib import Path
 
 import jupyter_local  # the staging copy of scripts/jupyter_local.py
 
-
 # Run by IPython in each kernel at its start (a startup file). COURSE_MEMORY_EVENTS is the
 # cgroup file counting the server's processes killed at its memory limit (course_spawner.py);
 # the count a kernel has told of is kept in the server's own /tmp.

@@ -87,7 +87,7 @@ class Pages(HubOAuthenticated, tornado.web.StaticFileHandler):
         if not path:
             self.redirect(self.hub_auth.base_url + LANDING)
             return
-        self.xsrf_token  # on page views HubOAuth sets the _xsrf cookie the scripts send back
+        self.xsrf_token  # noqa: B018 (a property read for its effect): on page views HubOAuth sets the _xsrf cookie the scripts send back
         await super().get(path, include_body)
 
 

@@ -18,8 +18,9 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from autograder import exercises
-from .sitebuild import LESSONS, REPO, page
+
 from .recompute import EXPECTED
+from .sitebuild import LESSONS, REPO, page
 
 GLUE_ROLE = re.compile(r"\{glue(?::(\w*))?\}`([^`]+)`")
 PASTED = re.compile(r'<span class="pasted-text">(.*?)</span>', re.S)

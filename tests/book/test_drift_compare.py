@@ -56,7 +56,7 @@ def test_the_printed_report_and_the_site_sentence():
     lines = drift_compare.format_report(rows, "0.12.0", "0.10.2")
     assert lines[0] == "drift report: JAX 0.12.0 (the course) against JAX 0.10.2"
     assert f"rule   {PAGE} b: changed (holds -> does not hold)" in lines
-    assert f"sample ex timeout: failed (timed out after 60 s)" in lines
+    assert "sample ex timeout: failed (timed out after 60 s)" in lines
     assert lines[-1] == "5 same, 2 changed, 3 failed"
     report = {"old_jax": "0.12.0", "new_jax": "0.10.2", "python": "3.11.2", "date": "2026-12-02", "rows": rows}
     assert drift_compare.page_summary(report, PAGE) == (

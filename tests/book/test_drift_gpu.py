@@ -19,8 +19,6 @@ from tests.course import REPO
 
 from .drift_rows import PAGE, rule_row
 
-
-
 # What `make drift` writes to book/drift_report_gpu.json after a run on an H200 (a
 # fixture: no GPU ran it). One rule held, one did not, one was not reached.
 GPU_RUN = {"old_jax": "0.12.0.1", "new_jax": "0.12.0.1", "python": "3.12.3", "platform": "gpu",
@@ -80,7 +78,8 @@ def test_the_pages_are_read_again_when_a_gpu_report_appears(tmp_path, monkeypatc
     rules_site.pages_of_changed_reports(None, env, set(), set(), set())  # the first build: all read anyway
     assert rules_site.pages_of_changed_reports(None, env, set(), set(), set()) == []
     (tmp_path / "drift_report_gpu.json").write_text(drift.report_text(GPU_RUN))
-    assert rules_site.pages_of_changed_reports(None, env, set(), {PAGE}, set()) == ["book/intro", "book/lessons/lifetimes"]
+    assert rules_site.pages_of_changed_reports(None, env, set(), {PAGE}, set()) == [
+        "book/intro", "book/lessons/lifetimes"]
     assert rules_site.pages_of_changed_reports(None, env, set(), set(), set()) == []
 
 

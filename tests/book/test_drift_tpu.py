@@ -13,14 +13,12 @@ import sys
 import pytest
 from docutils import nodes
 
+from book._ext import rules_site
+from scripts import drift, drift_cells, drift_compare
 from tests.course import REPO
 
 from .drift_rows import PAGE, rule_row
-
 from .sitebuild import LESSONS
-
-from book._ext import rules_site
-from scripts import drift, drift_cells, drift_compare
 
 PAGES = ["book/intro"] + [f"book/lessons/{name}" for name in LESSONS]
 COMMITTED = REPO / "book" / "drift_report_tpu.json"

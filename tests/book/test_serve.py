@@ -15,9 +15,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from urllib.parse import parse_qs, urlsplit
 
 from autograder import defaults
 from scripts import jupyter_local, serve

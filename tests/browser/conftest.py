@@ -21,7 +21,7 @@ import time
 import pytest
 
 from tests.browser.pages import Watched
-from tests.browser.servers import Servers, WAIT_S, serve_environment
+from tests.browser.servers import WAIT_S, Servers, serve_environment
 from tests.course import REPO
 from tests.processes import free_port, stop_process
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.browser.layout import layout_problems, sideways_overflow
 from tests.browser.pages import screenshot
+
 from .test_pages import PAGES as ALL_PAGES
 
 PAGES = [name for name in ALL_PAGES if name.startswith("book/")]  # the search page has no article

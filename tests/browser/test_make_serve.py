@@ -31,9 +31,8 @@ import pytest
 
 from autograder import defaults
 from tests.book.sitebuild import REPO
-from tests.grading.helpers import SAMPLES
-
 from tests.browser.pages import Watched, screenshot
+from tests.grading.helpers import SAMPLES
 
 LOCK = "/tmp/course-default-ports.lock"
 DEFAULT_PORTS = (defaults.PORT, defaults.GRADER_PORT, defaults.JUPYTER_PORT)

@@ -15,7 +15,6 @@ from urllib.parse import quote
 import pytest
 
 from tests.book.sitebuild import REPO
-
 from tests.browser.pages import screenshot
 from tests.processes import free_port, stop_process
 

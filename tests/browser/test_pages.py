@@ -11,7 +11,6 @@ import pytest
 
 from autograder import exercises
 from tests.book.sitebuild import LESSONS
-
 from tests.browser.layout import layout_problems, sideways_overflow
 from tests.browser.pages import axe_violations, screenshot
 

@@ -11,7 +11,6 @@ import pytest
 import requests
 
 from tests.book.sitebuild import LESSONS
-
 from tests.browser.pages import Watched, screenshot
 
 WAIT_MS = 180_000  # give-up time for kernels and JupyterLab, not a timing assertion

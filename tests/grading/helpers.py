@@ -9,7 +9,7 @@ import socket
 import threading
 
 from autograder import exercises
-from tests.course import BIN, REPO, copy_tracked
+from tests.course import BIN, copy_tracked
 
 ASSIGNMENT = "update_with_donate"
 
@@ -54,7 +54,7 @@ def one_per_check(assignment=ASSIGNMENT, also=()):
     def rank(names, *extra):
         return np.linalg.matrix_rank(np.array([row[n] for n in names] + list(extra)).reshape(-1, len(checks)))
 
-    for i, check in enumerate(checks):
+    for i in range(len(checks)):
         unit = np.eye(len(checks))[i]
         for name in sorted((n for n in want if row[n][i]), key=lambda n: (row[n].sum(), n)):
             if rank(chosen, unit) == rank(chosen):  # fixed by the totals chosen so far

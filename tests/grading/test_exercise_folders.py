@@ -212,7 +212,8 @@ def _copy(tmp_path, name):
 REMOVALS = {  # a part taken away -> the words missing() must say
     "metadata": ("autograder/exercises/{n}/__init__.py", "metadata (autograder/exercises/{n}/__init__.py)"),
     "probe": ("autograder/exercises/{n}/probe.py", "probe (autograder/exercises/{n}/probe.py)"),
-    "hidden tests": ("autograder/exercises/{n}/hidden/tests.py", "hidden tests (autograder/exercises/{n}/hidden/tests.py)"),
+    "hidden tests": ("autograder/exercises/{n}/hidden/tests.py",
+                     "hidden tests (autograder/exercises/{n}/hidden/tests.py)"),
     "expected grades": ("autograder/exercises/{n}/hidden/samples/expected.json", "samples' expected grades"),
     "a sample": ("autograder/exercises/{n}/hidden/samples/reference.py", "sample reference.py (listed in"),
     "source notebook": ("exercises/source/{n}/{n}.ipynb", "nbgrader source notebook (exercises/source/{n}/{n}.ipynb)"),

@@ -20,10 +20,16 @@ from nbgrader.api import Gradebook
 
 from autograder import exercises
 from autograder.judge import hidden_tests
-from tests.course import REPO, nbgrader
-from tests.grading.helpers import (STOPPED, assert_phrases, expected, one_per_check, released_notebook,
-                                   samples_dir, submitted_tree)
-from tests.course import grader_cli
+from tests.course import REPO, grader_cli, nbgrader
+from tests.grading.helpers import (
+    STOPPED,
+    assert_phrases,
+    expected,
+    one_per_check,
+    released_notebook,
+    samples_dir,
+    submitted_tree,
+)
 from tests.grading.test_samples import results
 
 ALL = exercises.names()

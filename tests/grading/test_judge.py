@@ -21,7 +21,7 @@ TITLES = {name: title for name, title, _ in TESTS}
 COULD_NOT = "The grader could not complete this check (KeyError); please tell your instructor."
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _observed(sample):
     namespace = {}
     exec((SAMPLES / f"{sample}.py").read_text(), namespace)
@@ -202,7 +202,7 @@ def test_a_probes_warnings_are_its_own_while_another_thread_probes():
         with quiet() as mine:
             entered.set()
             second_in.wait(0.5)  # without one probe at a time, the second enters here
-            warnings.warn("first")
+            warnings.warn("first", stacklevel=1)
         first_out.set()
         caught["first"] = mine
 
@@ -211,7 +211,7 @@ def test_a_probes_warnings_are_its_own_while_another_thread_probes():
         with quiet() as mine:
             second_in.set()
             first_out.wait(5)
-            warnings.warn("second")
+            warnings.warn("second", stacklevel=1)
         caught["second"] = mine
 
     threads = [threading.Thread(target=first), threading.Thread(target=second)]

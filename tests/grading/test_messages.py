@@ -11,8 +11,8 @@ import pytest
 
 from autograder.judge import NOT_RUN, hidden_tests
 from autograder.load import MAX_FILE_BYTES
-from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.course import grader_cli
+from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.grading.test_samples import results
 
 

@@ -50,7 +50,7 @@ WRITTEN = """{
     "exercise": "%s"
   }
 }
-""" % ("ab" * 32, "x" * 2000, ASSIGNMENT)
+""" % ("ab" * 32, "x" * 2000, ASSIGNMENT)  # noqa: UP031 (JSON's own braces)
 
 
 def test_results_json_keeps_its_bytes(tmp_path):

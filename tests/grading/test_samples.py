@@ -5,7 +5,8 @@ cells; each is put into the released notebook and handed in as an nbgrader
 ``submitted/`` tree. The command line's grades are the session's run over every
 exercise's samples (``cli_runs("samples")``, tests/grading/conftest.py: the run the golden
 results are compared with; each sample's grade and feedback, every exercise's, are
-checked in tests/grading/test_exercises.py, its results.json and summary.csv here); ``nbgrader autograde`` grades the samples whose totals fix
+checked in tests/grading/test_exercises.py, its results.json and summary.csv here);
+``nbgrader autograde`` grades the samples whose totals fix
 each check's points (tests/grading/helpers.py: one_per_check); both must give each sample
 its expected total. ``python -m autograder`` itself, as docs/instructors.md runs it on an
 nbgrader tree, grades two samples and keeps them on a rerun.
@@ -20,6 +21,7 @@ from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.course import copy_course, grader_cli, nbgrader
 from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, one_per_check, submitted_tree
+
 
 @pytest.fixture
 def graded(cli_runs):

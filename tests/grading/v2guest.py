@@ -46,7 +46,7 @@ $B mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /host/run/out
 $B chroot /host /bin/sh -c "cd /run/out && HOME=/tmp PATH=/usr/sbin:/usr/bin:/sbin:/bin sh run.sh > log 2>&1; echo \\$? > rc"
 $B sync
 $B poweroff -f
-"""
+"""  # noqa: E501 (a shell command line of the guest)
 
 
 def kernel() -> Path | None:
@@ -111,7 +111,7 @@ def run(script: str, out: Path, memory_mib: int = 1024, timeout_s: float = 300) 
     subprocess.run([qemu(), "-accel", "tcg", "-m", str(memory_mib), "-smp", "1", "-nographic",
                     "-no-reboot", "-nodefaults", "-serial", f"file:{out / 'console.log'}",
                     "-kernel", str(kernel()), "-initrd", str(CACHE / "initrd.gz"),
-                    "-append", f"console=ttyS0 quiet panic=-1 cgroup_no_v1=all "
+                    "-append", "console=ttyS0 quiet panic=-1 cgroup_no_v1=all "
                                "systemd.unified_cgroup_hierarchy=1",
                     "-virtfs", "local,path=/,mount_tag=host,security_model=none,readonly=on",
                     "-virtfs", f"local,path={out},mount_tag=out,security_model=none"],

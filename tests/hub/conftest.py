@@ -15,8 +15,7 @@ import secrets
 
 import pytest
 
-from tests.hub.accounts import (add_account, add_group, more_learners, remove_account,
-                                remove_group, remove_launched)
+from tests.hub.accounts import add_account, add_group, more_learners, remove_account, remove_group, remove_launched
 from tests.hub.running import Signed, running_hub
 from tests.lti.platform import COURSE, Platform
 

@@ -41,7 +41,8 @@ def browser_sign_in(browser, hub, account):
 def run_lesson_in_page(page, name):
     bar = page.locator("nav.course-run")
     assert "token" not in page.url
-    assert bar.locator("a.course-run-lab").get_attribute("href") == "/hub/user-redirect/lab/tree/lessons/donate_argnums.ipynb"
+    assert (bar.locator("a.course-run-lab").get_attribute("href")
+            == "/hub/user-redirect/lab/tree/lessons/donate_argnums.ipynb")
     bar.locator("button.course-run-here").click()
     page.wait_for_function(
         "() => /^(Ready|Could not)/.test(document.querySelector('.course-run-status').textContent)",
@@ -159,7 +160,8 @@ def test_two_learners_work_and_submit_through_the_hub(hub, accounts, browser, si
     # the server runs the course's venv (Python 3.12 or newer, wherever it lives: pyenv's
     # under root's home is bound back into the learner's namespace, nothing else of it)
     python = psutil.Process(server_pid(ada)).cmdline()[0]  # the venv's, as the spawner runs it
-    version = as_learner_in_server(ada, f"{python} -c 'import sys, jax; print(sys.version_info >= (3, 12), jax.__version__)'")
+    version = as_learner_in_server(
+        ada, f"{python} -c 'import sys, jax; print(sys.version_info >= (3, 12), jax.__version__)'")
     assert version.stdout.split() == ["True", metadata.version("jax")], version
     home = as_learner_in_server(ada, "ls -a ~root")
     assert set(home.stdout.split()) <= {".", "..", ".pyenv"}, home.stdout

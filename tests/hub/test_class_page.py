@@ -13,7 +13,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ from tests.course import REPO
 from tests.grading.helpers import SAMPLES, released_notebook, with_answer
 from tests.hub.accounts import more_learners
 from tests.hub.running import Signed, json_of
-from tests.hub.test_class_browser import LESSON, WAIT_MS, browser_sign_in
+from tests.hub.test_class_browser import WAIT_MS, browser_sign_in
 
 EXERCISE = "update_with_donate"
 CLASS_SIZE = int(os.environ.get("CLASS_PAGE_LEARNERS", "200"))
@@ -37,7 +37,7 @@ ANSWERS = ("reference", "no_donation", "wrong_arithmetic", "delta_donated", "wro
 def graded_class(hub, accounts):
     """``CLASS_SIZE`` learners, each with one graded submission through the hub."""
     course = Path(hub.env["GRADER_COURSE"])
-    due = (datetime.now(timezone.utc) + timedelta(days=2)).replace(second=0, microsecond=0)
+    due = (datetime.now(UTC) + timedelta(days=2)).replace(second=0, microsecond=0)
     set_due(hub, f"{due:%Y-%m-%d %H:%M}")
     notebooks = [with_answer(released_notebook(course), (SAMPLES / f"{a}.py").read_text())
                  for a in ANSWERS]

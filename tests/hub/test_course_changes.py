@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import shutil
 import time
@@ -24,7 +23,7 @@ import pytest
 from autograder.service.gradebook.lateness import CACHE_S
 from tests.course import REPO, copy_tracked, nbgrader
 from tests.grading.helpers import ASSIGNMENT, SAMPLES, released_notebook, with_answer
-from tests.hub.running import WAIT_S, Signed, running_hub
+from tests.hub.running import Signed, running_hub
 from tests.service.test_course_changes import TESTS, VALUES, _add_check, _command
 
 ROW = re.compile(r'<tr data-state="[^"]*"><th scope="row" class="learner"><a [^>]*>([^<]+)</a>'
@@ -92,7 +91,7 @@ def _agree(hub, ins, learners, grades, tmp_path):
     """Every view says ``grades`` (``{learner: (score, penalty)}``), within the mirror's
     catching up; each learner's own standing says their score."""
     want = {"api/class": grades, "class page": grades, "class.csv": grades,
-            "nbgrader export": grades, "standing": {l.name: grades[l.name][0] for l in learners}}
+            "nbgrader export": grades, "standing": {one.name: grades[one.name][0] for one in learners}}
     deadline = time.monotonic() + 120
     while True:
         seen = _views(hub, ins, learners, set(grades), tmp_path / "export.csv")
@@ -119,10 +118,10 @@ def test_points_checks_late_policy_and_releases_change_live_for_a_class(
     answer = with_answer(released_notebook(course), (SAMPLES / "reference.py").read_text())
     with ThreadPoolExecutor(8) as pool:
         learners = list(pool.map(lambda a: Signed(hub, a), [made["ada"], *class_of_30]))
-        ids = list(pool.map(lambda l: l.submit(answer), learners))
+        ids = list(pool.map(lambda one: one.submit(answer), learners))
         list(pool.map(lambda p: p[0].wait_done(p[1]), zip(learners, ids)))
     ins, bob = Signed(hub, made["ins"]), Signed(hub, made["bob"])
-    names = [l.name for l in learners]
+    names = [one.name for one in learners]
     watched = [learners[0], learners[-1], bob]  # whose own standing is read too
     _agree(hub, ins, watched[:2], {n: (10.0, 0.0) for n in names}, tmp_path)
 

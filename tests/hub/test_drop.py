@@ -26,8 +26,7 @@ from autograder.service.class_views import roster
 from autograder.service.store.withdrawn import FIRST_NAME, REFUSAL
 from tests.course import REPO, nbgrader, nbgrader_env
 from tests.grading.helpers import released_notebook, samples_dir, with_answer
-from tests.hub.accounts import (Account, add_account, hub_users, kill_users, more_learners,
-                                remove_account, run)
+from tests.hub.accounts import Account, add_account, hub_users, kill_users, more_learners, remove_account, run
 from tests.hub.running import WAIT_S, Signed, json_of
 from tests.hub.test_attacks import start_server
 

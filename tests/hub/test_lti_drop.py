@@ -70,7 +70,7 @@ def test_a_dropped_learner_cannot_launch_and_nothing_of_hers_still_works(lti_hub
     if kind == "--keep-grades":
         assert listed[name]["withdrawn"] is True and listed[name]["submitted"] == [EXERCISE]
         assert rows and {r["first_name"] for r in rows} == {FIRST_NAME}
-        assert f'<span class="absent">(withdrawn)</span>' in page
+        assert '<span class="absent">(withdrawn)</span>' in page
     else:
         assert name not in listed and not rows and f"?learner={name}" not in page
 

@@ -8,7 +8,8 @@ classmate signs in, submits and is scored, and holds requests of her own.
 Measured here (2 shared cores, three runs): 140 over her cap of 64 answered 429 in 0.1-0.2 s,
 the proxy +121-123 descriptors while she held 64; a classmate's sign-in 0.8-1.0 s quiet and
 0.4-0.7 s beside her, submission to score 1.8-2.7 s quiet and 1.1-1.7 s beside her; beside
-1,124 held with no token the hub knows, sign-in 0.4-1.0 s and submission to score 1.1-1.8 s. Allowed: 3 times the quiet hub's
+1,124 held with no token the hub knows, sign-in 0.4-1.0 s and submission to score 1.1-1.8 s.
+Allowed: 3 times the quiet hub's
 time plus 10 s (the machine is shared with other test runs)."""
 from __future__ import annotations
 

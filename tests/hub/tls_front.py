@@ -23,7 +23,7 @@ def self_signed(folder: Path, domain: str) -> tuple[Path, Path]:
     """``(certificate, key)`` PEM files for ``domain`` and ``*.domain`` in ``folder``."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, domain)])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))

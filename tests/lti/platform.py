@@ -41,11 +41,11 @@ import re
 import threading
 import time
 from datetime import datetime
+from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import jwt
-from html import escape
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwcrypto.jwk import JWK
@@ -319,7 +319,7 @@ class Platform:
         try:
             claims = self.config.tool_validate_and_decode(assertion)
         except Exception as exc:  # a bad signature, an unknown kid, a malformed JWT
-            raise ValueError(f"client assertion not accepted: {exc}")
+            raise ValueError(f"client assertion not accepted: {exc}") from exc
         audience = claims.get("aud")
         if self.token_url not in (audience if isinstance(audience, list) else [audience]):
             raise ValueError(f"aud {audience!r} is not the token URL")

@@ -22,7 +22,7 @@ from autograder.service.grading import GradingThreads
 from autograder.service.lms import outbox, roster as roster
 from autograder.service.store.schema import lti_context, lti_lineitems, lti_people, passback
 from tests.course import REPO
-from tests.lti.course import EXERCISE, max_points
+from tests.lti.course import EXERCISE
 from tests.lti.platform import COURSE, INSTRUCTOR, LEARNER, LTI
 
 ADMIN = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator"

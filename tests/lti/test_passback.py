@@ -62,7 +62,7 @@ def assert_each_once(platform):
 def test_thirty_learners_recorded_grades_end_in_the_lms_gradebook_once_each(platform, client,
                                                                            course):
     due = time.time() - 5 * DAY
-    course.due(datetime.datetime.fromtimestamp(due, datetime.timezone.utc))
+    course.due(datetime.datetime.fromtimestamp(due, datetime.UTC))
     subs = learners(platform, course, 30)
     top = max_points()
     extended, regrade = [], []
@@ -184,7 +184,7 @@ def test_a_learner_cannot_post_a_score(platform, client, course, tmp_path):
     item = next(iter(platform.lineitems.values()))["id"]
     score = {"userId": "user-000", "scoreGiven": 99, "scoreMaximum": 4,
              "activityProgress": "Completed", "gradingProgress": "FullyGraded",
-             "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+             "timestamp": datetime.datetime.now(datetime.UTC).isoformat()}
     assert requests.post(item + "/scores", json=score, timeout=5).status_code == 401
     # a token of the learner's own making, or one asked for with their own key
     mine = lti_tool.private_key_pem(tmp_path / "mine.pem")

@@ -7,7 +7,7 @@ import pytest
 from deploy.hub import lti_sign_in
 
 M = "http://purl.imsglobal.org/vocab/lis/v2/membership"
-I = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"
+I = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#"  # noqa: E741 (beside M)
 HOST = "hub.example.org:4443"  # any host: own_path compares it with the URL's
 
 

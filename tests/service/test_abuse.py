@@ -2,11 +2,11 @@
 a store that cannot be written, bodies shaped to crash the decoder, one client
 filling the queue, one learner's hanging code, uploads that never finish."""
 import contextlib
-from http.client import HTTPConnection
 import json
 import socket
 import subprocess
 import time
+from http.client import HTTPConnection
 
 import pytest
 
@@ -216,7 +216,7 @@ def _closed_by_server(sock, limit):
                 return True
         except ConnectionResetError:
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
     return False
 

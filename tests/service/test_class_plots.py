@@ -3,7 +3,7 @@ no label cut off by its figure, no two labels over each other, text that still
 reads on the phone, a ten-minute burst of submissions on an axis in minutes, and
 the due date's label off the curve. Boxes are the SVG DOM's, as Chromium lays
 the page out; screenshots in _build/screenshots/."""
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -13,9 +13,9 @@ from tests.browser.pages import screenshot
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.test_class_page import DONATES, _graded, golden, store  # noqa: F401
 
-START = datetime(2026, 12, 3, 14, 0, tzinfo=timezone.utc).timestamp()
+START = datetime(2026, 12, 3, 14, 0, tzinfo=UTC).timestamp()
 BURST = [START + 15 * i for i in range(41)]  # 41 submissions in ten minutes
-DUE = datetime(2026, 12, 3, 14, 8, tzinfo=timezone.utc)  # during the burst
+DUE = datetime(2026, 12, 3, 14, 8, tzinfo=UTC)  # during the burst
 SMALLEST_PX = 9.0  # the least height of a label's box on the phone
 
 # every <svg> of the page: its box, its labels' boxes and text, the curve's and the due label's

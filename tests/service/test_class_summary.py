@@ -9,7 +9,7 @@ from autograder.service.gradebook.lateness import Lateness
 from autograder.service.gradebook.recorded import on_time
 from autograder.service.store.rows import Submission
 
-DUE = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.timezone.utc)
+DUE = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 
 
 def sub(seq, learner, passed, status="done", regrade=False, exercise="ex"):

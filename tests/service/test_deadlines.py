@@ -29,7 +29,7 @@ def test_late_work_is_graded_but_keeps_the_on_time_grade(new_service, course_tem
     service = new_service(jobs=1).start()
     on_time = service.submit("ada", notebook_with(course_template, "reference"))
     service.wait_done([on_time])
-    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     shown = deadlines(service, "due", ASSIGNMENT, f"{now:%Y-%m-%d %H:%M:%S}")
     assert f"{ASSIGNMENT}: due {now:%Y-%m-%d %H:%M:%S}" in shown
     roster.enroll(service.gradebook_url(), ["bob"])  # enrolled, not submitted yet

@@ -29,7 +29,7 @@ def previous_release(engine, request, tmp_path):
         return tmp_path / "grading.db"
     url = request.getfixturevalue("pg_url")()
     with psycopg.connect(url, autocommit=True) as conn:  # psql's \restrict lines left out
-        conn.execute("\n".join(l for l in dump.splitlines() if not l.startswith("\\")))
+        conn.execute("\n".join(line for line in dump.splitlines() if not line.startswith("\\")))
     return url
 
 

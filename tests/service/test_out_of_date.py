@@ -76,6 +76,7 @@ def empty_gradebook(tmp_path_factory):
     """A gradebook with ``EX`` and its notebook, no graded cell (made once: a new one runs
     alembic)."""
     from nbgrader.api import Gradebook
+
     from tests.course import nbgrader_env
     path = tmp_path_factory.mktemp("released") / "gradebook.db"
     with pytest.MonkeyPatch.context() as env:

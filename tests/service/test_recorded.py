@@ -4,8 +4,8 @@ late policy of :mod:`autograder.late_policy` (``none``, ``zero``, ``per_day``), 
 due dates and an extension read from a real nbgrader gradebook (SQLite, made here
 with nbgrader's own API; no command, no server)."""
 import datetime
-from dataclasses import replace
 import sqlite3
+from dataclasses import replace
 
 import pytest
 from nbgrader.api import Gradebook
@@ -44,7 +44,7 @@ def course(tmp_path, method, per_day=1.0):
 
 def at(hours_after_due):
     """Epoch seconds ``hours_after_due`` hours after :data:`DUE` (negative: before)."""
-    return DUE.replace(tzinfo=datetime.timezone.utc).timestamp() + hours_after_due * HOUR
+    return DUE.replace(tzinfo=datetime.UTC).timestamp() + hours_after_due * HOUR
 
 
 def row(seq, score, hours_after_due, learner="ann", status="done"):

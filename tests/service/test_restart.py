@@ -40,7 +40,7 @@ def test_sigkill_with_queued_submissions_loses_nothing(new_service):
 
     service.wait_gradebook(ids)
     newest = {}
-    for sub_id, (learner, sample) in zip(ids, PLAN):
+    for _, (learner, sample) in zip(ids, PLAN):
         newest[learner] = sample  # PLAN order is submission order
     exported = service.export()
     assert {k: float(exported[k]["raw_score"]) for k in newest} == {

@@ -10,8 +10,8 @@ import pytest
 from autograder.service.api.classroom import _without, gradebook_csv
 from autograder.service.class_views import class_page, class_stats, roster
 from tests.course import nbgrader
-from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
 from tests.grading.helpers import ASSIGNMENT
+from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
 
 OTHER = "donation_report"  # released, tried by nobody
 

@@ -1,6 +1,6 @@
 """The requirements of the ``donation_report`` task, one row per sentence that asks for
 something (see :mod:`autograder.requirements`)."""
-from autograder.requirements import Requirement
+from autograder.exercises.requirement import Requirement
 
 REQUIREMENTS = (
     Requirement("compile-only", "compiles with the state donated, never runs the step",

@@ -2,7 +2,7 @@
 something (see :mod:`autograder.requirements`). A step that donates nothing can delete
 nothing, so the checks about what donation deletes, and the memory it saves, say "not
 checked" or fail with it: they belong to the donation row too."""
-from autograder.requirements import Requirement
+from autograder.exercises.requirement import Requirement
 
 REQUIREMENTS = (
     Requirement("jit-itself", "make_train_step returns jax.jit's function",

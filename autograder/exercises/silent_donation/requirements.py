@@ -1,6 +1,6 @@
 """The requirements of ``silent_donation``'s task (book/exercises/silent_donation.md),
 one row per sentence that asks for something (:mod:`autograder.requirements`)."""
-from autograder.requirements import Requirement
+from autograder.exercises.requirement import Requirement
 
 TRAIN = ("test_train_step_donates",)
 APPLY = ("test_apply_delta_donates",)

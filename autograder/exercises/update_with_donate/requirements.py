@@ -1,6 +1,6 @@
 """The requirements of ``update_with_donate``'s task (book/exercises/update_with_donate.md),
 one row per sentence that asks for something (:mod:`autograder.requirements`)."""
-from autograder.requirements import Requirement
+from autograder.exercises.requirement import Requirement
 
 REQUIREMENTS = (
     Requirement(
