@@ -33,6 +33,7 @@ from autograder.service.gradebook.recorded import late_by
 from autograder.service.gradebook.sync import GradebookSync
 from autograder.service.lms import outbox
 from autograder.service.store import process_name, storage_problem
+from autograder.service.store.rows import Role
 
 log = logging.getLogger("autograder.service")
 HIDDEN_TESTS = "hidden tests"  # the problems' key while some cannot be loaded
@@ -180,7 +181,7 @@ class GradingThreads:
     def _heartbeat_loop(self):
         slots = len(self.slots)
         while not self.stopping.is_set():
-            self._retry(self.store.heartbeat, self.name, "worker", slots, self.problem())
+            self._retry(self.store.heartbeat, self.name, Role.WORKER, slots, self.problem())
             # Every round, not only at start: a process on this host that crashed
             # (another worker, or this service before a restart) gets its gradings
             # requeued and its gradebook lock freed within a round, not after the lease.

@@ -2,17 +2,20 @@
 previous release (``previous_release/``: dumps of one its store made, a row in every
 table, on SQLite and on PostgreSQL) is brought to this release's tables with every row
 kept, and a new database is made at the newest revision."""
+import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import psycopg
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from nbgrader.api import Gradebook
 from sqlalchemy import MetaData, select
 
-from autograder.service.store import Caps, Store, database_url, make_engine
-from autograder.service.store.migrate import head, revision
+from autograder.service.store import Caps, Store, database_url, make_engine, url_text
+from autograder.service.store.migrate import VERSION_TABLE, context, head, revision
 from autograder.service.store.rows import Status
 from autograder.service.store.schema import metadata
 
@@ -40,14 +43,14 @@ def rows(engine):
     with engine.connect() as conn:
         found.reflect(conn)
         return {name: sorted(map(tuple, conn.execute(select(table)).all()), key=repr)
-                for name, table in found.tables.items() if name != "alembic_version"}
+                for name, table in found.tables.items() if name != VERSION_TABLE}
 
 
 def differences(store):
     """What the database's tables lack or hold beyond this release's (Alembic's
     comparison; [] when they agree)."""
     with store.engine.connect() as conn:
-        return compare_metadata(MigrationContext.configure(conn), metadata)
+        return compare_metadata(context(conn), metadata)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -89,3 +92,34 @@ def test_a_new_database_is_made_at_the_newest_revision(engine, request, tmp_path
     finally:
         store.engine.dispose()
     assert at == again == head() and drift == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_database_nbgraders_gradebook_shares_keeps_each_ones_revision(engine, request,
+                                                                         tmp_path, monkeypatch):
+    """With PostgreSQL nbgrader's gradebook lives in the service's database, and keeps its
+    own Alembic revision there: the service's is in a table of its own."""
+    db = tmp_path / "grading.db" if engine == "sqlite" else request.getfixturevalue("pg_url")()
+    # nbgrader runs the alembic command of the environment to make its database
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    with Gradebook(url_text(database_url(db))):  # nbgrader's tables and revision first
+        pass
+    nbgrader_at = _nbgrader_revision(db)
+    for _ in range(2):  # made, then opened again
+        store = Store(db)
+        try:
+            with store.engine.connect() as conn:
+                at = revision(conn)
+        finally:
+            store.engine.dispose()
+        assert at == head()
+    assert nbgrader_at and _nbgrader_revision(db) == nbgrader_at
+
+
+def _nbgrader_revision(db):
+    engine = make_engine(database_url(db))
+    try:
+        with engine.connect() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+    finally:
+        engine.dispose()

@@ -38,7 +38,7 @@ from autograder.service.api.handler import Base, Refused, echo, log, submission_
 from autograder.service.gradebook import out_of_date, recorded
 from autograder.service.gradebook.lateness import Lateness
 from autograder.service.store import CapReached, Caps, caps, process_name, storage_problem
-from autograder.service.store.rows import WAITING, Status
+from autograder.service.store.rows import WAITING, Role, Status
 
 LEARNER = re.compile(defaults.LEARNER_PATTERN)
 SUBMISSION_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
@@ -408,7 +408,7 @@ class Health(Base):
     async def get(self):
         read = {}  # what health.report is told
         try:  # a write, so a store that cannot be written shows here
-            await self.db(self.store.heartbeat, self.application.settings["name"], "api")
+            await self.db(self.store.heartbeat, self.application.settings["name"], Role.API)
             read["waiting"] = await self.db(self.store.waiting)
             read["workers"] = await self.db(self.store.workers)
         except SQLAlchemyError as exc:

@@ -37,7 +37,6 @@ import datetime
 import json
 import os
 import shutil
-import sqlite3
 import stat
 import sys
 from pathlib import Path
@@ -113,19 +112,6 @@ def _copy_tree(src, dest, left_out, skip=()):
     shutil.copytree(src, dest, symlinks=True, ignore=ignore, dirs_exist_ok=True)
 
 
-def sqlite_copy(src, dest):
-    """Copy the SQLite database ``src`` into ``dest`` with SQLite's online backup API
-    (consistent while others write; replaces ``dest``'s contents)."""
-    Path(dest).parent.mkdir(parents=True, exist_ok=True)
-    source = sqlite3.connect(Path(src).resolve().as_uri() + "?mode=ro", uri=True, timeout=60)
-    target = sqlite3.connect(dest, timeout=60)
-    try:
-        source.backup(target)
-    finally:
-        source.close()
-        target.close()
-
-
 def _places(args):
     """``(store url, course folder, hub state folder)``."""
     from autograder.service.store import database_url
@@ -140,14 +126,14 @@ def save(args, dest):
         dest.mkdir(parents=True)
         copied, left_out = [], []
         if url.get_backend_name() == "sqlite":
-            sqlite_copy(url.database, dest / "grading.db")
+            dumps.sqlite_copy(url.database, dest / "grading.db")
             copied.append("grading.db")
             count = dumps.count(dest / "grading.db")
         else:
             count = dumps.pg_dump(url, dest / "grading.pgdump")
             copied.append("grading.pgdump")
         if (course / "gradebook.db").exists():
-            sqlite_copy(course / "gradebook.db", dest / "gradebook.db")
+            dumps.sqlite_copy(course / "gradebook.db", dest / "gradebook.db")
             copied.append("gradebook.db")
         listing = course_files.listing(course)
         for key, path in course_files.files(course).items():
@@ -160,7 +146,7 @@ def save(args, dest):
         if hub.is_dir():
             _copy_tree(hub, dest / "hub-state", left_out, skip=(HUB_DB,))
             if (hub / HUB_DB).exists():
-                sqlite_copy(hub / HUB_DB, dest / "hub-state" / HUB_DB)
+                dumps.sqlite_copy(hub / HUB_DB, dest / "hub-state" / HUB_DB)
             copied.append("hub-state/")
         manifest = {"made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                     "database": url.render_as_string(hide_password=True), "course": str(course),
@@ -205,11 +191,11 @@ def restore(args, src):
                 raise SystemExit(f"{src}: {exc}; nothing was restored") from None
         changed, extra = put_course_back(src, manifest, course)
         if "grading.db" in copied:
-            sqlite_copy(src / "grading.db", url.database)
+            dumps.sqlite_copy(src / "grading.db", url.database)
         else:
             dumps.pg_restore(url, src / "grading.pgdump")
         if "gradebook.db" in copied:
-            sqlite_copy(src / "gradebook.db", course / "gradebook.db")
+            dumps.sqlite_copy(src / "gradebook.db", course / "gradebook.db")
         if "nbgrader_config.py" in copied:  # a backup from before course-files/
             shutil.copy2(src / "nbgrader_config.py", course / "nbgrader_config.py")
         if "submitted/" in copied:
@@ -218,7 +204,7 @@ def restore(args, src):
             hub.mkdir(mode=0o700, parents=True, exist_ok=True)
             _copy_tree(src / "hub-state", hub, [], skip=(HUB_DB,))
             if (src / "hub-state" / HUB_DB).exists():
-                sqlite_copy(src / "hub-state" / HUB_DB, hub / HUB_DB)
+                dumps.sqlite_copy(src / "hub-state" / HUB_DB, hub / HUB_DB)
         Store(url).remirror()  # the gradebook is written again from the grades
     return changed, extra
 

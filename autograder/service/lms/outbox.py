@@ -35,6 +35,7 @@ from autograder import exercises
 from autograder.service.gradebook.recorded import recorded
 from autograder.service.lms.ags import Failed
 from autograder.service.store import lti, passback
+from autograder.service.store.rows import Source
 
 LEASE_S = 60.0  # a post's lease: longer than a request's timeout
 PLAN_EVERY_S = 15.0  # a plan without a new grading (extensions, due dates change grades)
@@ -148,7 +149,7 @@ def send_one(store, client, owner, lineitems_url=None):
         item, source = line_item(store, client, url, row["exercise"], owner)
         client.post_score(item, row["sub"], row["score"], row["max_score"], row["changed_at"])
     except Failed as exc:
-        if exc.status == 404 and item and source == "lms":
+        if exc.status == 404 and item and source == Source.LMS:
             passback.refused(store, row, owner, "the LMS's own column for this exercise (made in the "
                     f"LMS) is gone ({exc.words}): make the assignment again in the LMS and "
                     "open its link once, and its grades are sent there")

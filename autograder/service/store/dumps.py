@@ -1,5 +1,6 @@
-"""The grading database as a backup holds it (:mod:`autograder.service.commands.backup`):
-how many submissions a copy holds, and PostgreSQL's dump and restore of it."""
+"""The databases as a backup holds them (:mod:`autograder.service.commands.backup`): a
+SQLite database copied while others write (the grading database, nbgrader's gradebook,
+the hub's), how many submissions a copy holds, and PostgreSQL's dump and restore."""
 import contextlib
 import sqlite3
 import subprocess
@@ -8,6 +9,19 @@ from pathlib import Path
 from sqlalchemy import text
 
 from autograder.service.store.engine import make_engine, url_text
+
+
+def sqlite_copy(src, dest):
+    """Copy the SQLite database ``src`` into ``dest`` with SQLite's online backup API
+    (consistent while others write; replaces ``dest``'s contents)."""
+    Path(dest).parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(Path(src).resolve().as_uri() + "?mode=ro", uri=True, timeout=60)
+    target = sqlite3.connect(dest, timeout=60)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
 
 
 def count(db):

@@ -5,7 +5,7 @@ import time
 
 from sqlalchemy import and_, func, or_, select
 
-from autograder.service.store.rows import Status, Submission
+from autograder.service.store.rows import Role, Status, Submission
 from autograder.service.store.schema import processes, submissions
 
 
@@ -60,7 +60,7 @@ class Listings:
                 s.status == Status.DONE, s.finished_at >= now - window).order_by(
                 s.seq.desc()).limit(50)).scalars().all()
             slots = conn.execute(select(func.coalesce(func.sum(p.slots), 0)).where(
-                p.role == "worker", p.seen_at >= now - 30)).scalar()
+                p.role == Role.WORKER, p.seen_at >= now - 30)).scalar()
         return (float(statistics.median(recent)) if recent else None), int(slots)
 
     def submissions(self, learner=None):

@@ -5,6 +5,7 @@ and :mod:`autograder.service.lms.outbox`."""
 from sqlalchemy import delete, or_, select, update
 
 from autograder.service.store.passback import DUE_AGAIN
+from autograder.service.store.rows import Source
 from autograder.service.store.schema import lti_context, lti_lineitems, lti_people, passback
 
 
@@ -95,7 +96,7 @@ def forget_item(store, exercise, url):
     c = lti_lineitems.c
     with store.engine.begin() as conn:
         conn.execute(delete(lti_lineitems).where(c.exercise == exercise, c.url == url,
-                                                 or_(c.source.is_(None), c.source != "lms")))
+                                                 or_(c.source.is_(None), c.source != Source.LMS)))
 
 
 def lms_line_item(store, exercise, url):
@@ -105,12 +106,12 @@ def lms_line_item(store, exercise, url):
     c = lti_lineitems.c
     with store.engine.begin() as conn:
         have = conn.execute(select(c.url, c.source).where(c.exercise == exercise)).first()
-        if have is not None and tuple(have) == (url, "lms"):
+        if have is not None and tuple(have) == (url, Source.LMS):
             return
         if have is None:
-            conn.execute(lti_lineitems.insert().values(exercise=exercise, url=url, source="lms"))
+            conn.execute(lti_lineitems.insert().values(exercise=exercise, url=url, source=Source.LMS))
         else:
             conn.execute(update(lti_lineitems).where(c.exercise == exercise).values(
-                url=url, source="lms"))
+                url=url, source=Source.LMS))
         conn.execute(update(passback).where(passback.c.exercise == exercise).values(
             **DUE_AGAIN))

@@ -26,6 +26,9 @@ from autograder.service.store.schema import metadata
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 MIGRATE_LOCK = 7_315_002  # pg_advisory_xact_lock key for migrations (any constant)
+# The revision's table: not Alembic's default alembic_version, which nbgrader's gradebook
+# holds its own revision in when it shares the database (PostgreSQL: GRADER_DB).
+VERSION_TABLE = "grading_alembic_version"
 
 
 def alembic_config(connection=None):
@@ -38,15 +41,25 @@ def alembic_config(connection=None):
 
 
 @functools.cache
+def scripts():
+    """The migrations' :class:`~alembic.script.ScriptDirectory` (read once)."""
+    return ScriptDirectory.from_config(alembic_config())
+
+
 def head():
     """The newest revision (str)."""
-    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+    return scripts().get_current_head()
+
+
+def context(conn):
+    """Alembic's :class:`~alembic.runtime.migration.MigrationContext` on ``conn``."""
+    return MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
 
 
 def revision(conn):
     """The revision the database of ``conn`` is at, or None (new, or made before
     migrations)."""
-    return MigrationContext.configure(conn).get_current_revision()
+    return context(conn).get_current_revision()
 
 
 def upgrade(engine):
@@ -58,8 +71,8 @@ def upgrade(engine):
         at = revision(conn)
         if at == head():
             return
-        if at is None and not inspect(conn).get_table_names():
+        if at is None and not set(inspect(conn).get_table_names()) & set(metadata.tables):
             metadata.create_all(conn)  # a new database: this release's tables, stamped
-            command.stamp(alembic_config(conn), "head")
+            context(conn).stamp(scripts(), "head")
             return
         command.upgrade(alembic_config(conn), "head")

@@ -4,6 +4,7 @@ import time
 
 from sqlalchemy import or_, select, update
 
+from autograder.service.store.rows import Role
 from autograder.service.store.schema import locks, processes
 
 
@@ -26,7 +27,7 @@ class Processes:
         with self._read() as conn:
             return [tuple(r) for r in conn.execute(
                 select(p.name, p.slots, p.problem).where(
-                    p.role == "worker", p.seen_at >= time.time() - within))]
+                    p.role == Role.WORKER, p.seen_at >= time.time() - within))]
 
     def forget(self, name):
         with self.engine.begin() as conn:

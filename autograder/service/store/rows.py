@@ -36,6 +36,20 @@ class Mirrored(StrEnum):
     SUPERSEDED = "superseded"
 
 
+class Role(StrEnum):
+    """What a process is to the store (the ``processes`` table's ``role``)."""
+
+    API = "api"
+    WORKER = "worker"
+
+
+class Source(StrEnum):
+    """Whose line item of an exercise the LMS's grades go to (``lti_lineitems.source``;
+    None: the tool's own)."""
+
+    LMS = "lms"  # the column an instructor made in the LMS, from a launch
+
+
 @dataclass(frozen=True)
 class Submission:
     """One submission. Times are UNIX seconds (floats; None before they happen).

@@ -6,12 +6,20 @@ import os
 from alembic import context
 
 from autograder.service.store.engine import database_url, make_engine
+from autograder.service.store.migrate import VERSION_TABLE
 from autograder.service.store.schema import metadata
+
+
+def ours(name, kind, parent):
+    """Whether autogenerate compares ``name``: the service's tables only (nbgrader's
+    gradebook may share the database)."""
+    return kind != "table" or name in metadata.tables
 
 
 def run(connection):
     # render_as_batch: SQLite alters a table by copying it (ALTER TABLE is limited there)
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True,
+                      version_table=VERSION_TABLE, include_name=ours)
     with context.begin_transaction():
         context.run_migrations()
 
