@@ -239,6 +239,8 @@ def _outcome(code, timed_out, raw, tail, limits, seconds, hits=frozenset()):
     if timed_out:
         return Outcome("timeout", f"timed out after {limits.seconds:g} s", None, seconds, tail)
     reply = wire.read_reply(raw)
+    if reply is not None and reply.get("memory_limit"):  # its own code reached the limit
+        hits = hits | {"memory_killed"}
     if code == 0 and reply is not None and "memory_killed" not in hits:
         return Outcome("ok", "", reply, seconds, tail)
     if hits & {"memory", "memory_killed"}:
