@@ -103,13 +103,12 @@ SLOT_BASE = 100
 # -- the sandbox, for the service and the command line -------------------------------
 CLI_TIMEOUT_S = 60.0
 """Wall-clock seconds per submission for ``python -m autograder`` and Gradescope."""
-COMPILE_CACHE = ""
+COMPILE_CACHE = "/var/cache/jax-donation-course/compile"
 """The grader's compile cache folder (autograder/sandbox/compile_cache.py); empty: off.
-Off by default: a submission that exhausts its own memory can grade otherwise with a
-warm cache than with a cold one (nothing left to compile), and a hit tells learner code
-which programs the samples compile (docs/instructors.md). Where an operator turns it on,
-``/var/cache/jax-donation-course/compile`` is outside the checkout, shared by every
-checkout on the machine."""
+Used only where grading runs as root and the folder and every one above it are root's
+alone (elsewhere grading compiles everything, as with it off); outside the checkout, so
+every checkout on the machine shares it, and under /var, which learners' processes see
+as an empty mount. Grades are the same with it and without (docs/security.md)."""
 MEMORY_MIB = 4096
 """Address-space limit per submission, in MiB (every grader)."""
 
@@ -348,7 +347,7 @@ SETTINGS = (
             "without renewal (renewed every third); after that another worker grades it",
             env=("GRADER_LEASE",), flag="--lease", parse=float),
     Setting("GRADER_COMPILE_CACHE", COMPILE_CACHE, "folder of the grader's compile cache "
-            "(root's, mode 0700; used only when grading runs as root; empty, the default: off): every "
+            "(root's, mode 0700; used only when grading runs as root; empty: off): every "
             "grader on the machine shares it; derived, so left out of backups",
             env=("GRADER_COMPILE_CACHE",)),
     Setting("GRADER_AUTH", "none", "'hub' when JupyterHub runs the service (make hub): "

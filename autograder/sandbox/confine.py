@@ -53,6 +53,11 @@ CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 NAMESPACES = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC
 PR_SET_NO_NEW_PRIVS = 38
 SCRATCH = "size=256m,mode=1777"  # tmpfs options of a cover learner code may write in
+# Address space above a submission's memory limit that the grader's own work in the
+# learner's process may map: XLA compiling a program (about 150 MiB more mapped without
+# the compile cache than with it) and starting its CPU client where the learner's code
+# did not (about 650 MiB, the same either way), then the probe's calls.
+RESERVE_MIB = 1024
 
 
 def confine(request, limits, uid, scratch, log_path, write_fd, keep=()):
@@ -159,8 +164,14 @@ def isolation_problem() -> str | None:
 
 
 def _limit(limits, uid):
-    for res, value in ((resource.RLIMIT_AS, limits.memory_mib * 2**20),
-                       (resource.RLIMIT_CPU, int(limits.seconds) + 5),
+    """Set the learner's process's limits. Its address space: ``memory_mib`` MiB for the
+    learner's code (the soft limit), and :data:`RESERVE_MIB` above it (the hard limit)
+    that only the grader's own work in that process takes (XLA's compiles, the probe's
+    calls: :mod:`autograder.sandbox.learner`), so that how much memory that work needs,
+    more without the compile cache than with it, never decides a grade."""
+    size = limits.memory_mib * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (size, size + RESERVE_MIB * 2**20))
+    for res, value in ((resource.RLIMIT_CPU, int(limits.seconds) + 5),
                        (resource.RLIMIT_FSIZE, limits.file_mib * 2**20),
                        (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(res, (value, value))

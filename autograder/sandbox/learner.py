@@ -14,10 +14,12 @@ learner's process inherits its imports and shell from the fork.
 import errno
 import importlib
 import os
+import resource
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
+from typing import Any
 
 import autograder.exercises
 from autograder.sandbox import compile_cache, wire
@@ -54,8 +56,10 @@ def shell():
     return _shell
 
 
-def run_cells(cells, shell, memory_mib=None):
-    """Run each cell in ``shell`` as a kernel would; return plain-words messages for cells that failed."""
+def run_cells(cells, shell, memory_mib=None, reached=None):
+    """Run each cell in ``shell`` as a kernel would; return plain-words messages for cells
+    that failed. The labels of cells that ended at the memory limit (:func:`at_the_limit`)
+    are appended to ``reached`` (a list) when one is given."""
     from autograder.exercises.common import error_text
 
     errors = []
@@ -65,6 +69,8 @@ def run_cells(cells, shell, memory_mib=None):
         exc = result.error_before_exec or result.error_in_exec
         if exc is None:
             continue
+        if reached is not None and at_the_limit(exc):
+            reached.append(label)
         if isinstance(exc, SyntaxError) and result.error_before_exec is not None:
             where = f" at line {exc.lineno}" if exc.lineno else ""
             errors.append(f"{label} has a syntax error{where}: {exc.msg}")
@@ -78,6 +84,62 @@ def run_cells(cells, shell, memory_mib=None):
         else:  # SystemExit and KeyboardInterrupt included: IPython catches them too
             errors.append(f"{label} raised {error_text(exc)}")
     return errors
+
+
+# What XLA's allocator raises at the address-space limit (jnp arrays): a ValueError.
+XLA_OUT_OF_MEMORY = "RESOURCE_EXHAUSTED: Out of memory"
+
+
+def at_the_limit(exc: BaseException) -> bool:
+    """Whether ``exc``, the error that ended a learner's cell, says its code reached the
+    process's memory limit: a MemoryError (NumPy's among them) or XLA's allocator out
+    of memory."""
+    from autograder.exercises.common import error_text
+
+    return isinstance(exc, MemoryError) or XLA_OUT_OF_MEMORY in error_text(exc)
+
+
+def _mapped() -> int:
+    """Bytes of address space this process maps now (VmSize: what RLIMIT_AS bounds)."""
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _allow(size: int | None = None) -> None:
+    """Let this process map ``size`` bytes in all (the soft RLIMIT_AS), at most the hard
+    limit (:data:`autograder.sandbox.confine.RESERVE_MIB` above the submission's; None:
+    up to it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if resource.RLIM_INFINITY not in (soft, hard):
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (hard if size is None else min(size, hard), hard))
+        except (ValueError, OSError):  # learner code changed the limits: left as they are
+            pass
+
+
+def compile_in_the_reserve() -> None:
+    """Make each XLA compile of this process (or its load from the compile cache) the
+    grader's work: it may map up to the hard limit, and what it leaves mapped (the
+    program, XLA's compile threads) is added to what learner code may map, so that a
+    compile, which needs more memory without the cache than with it, neither fails nor
+    leaves the learner's code less room for want of memory its code did not take."""
+    from jax._src import compiler
+
+    compile_ = compiler.compile_or_get_cached
+
+    def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        before = _mapped()
+        _allow()
+        try:
+            return compile_(*args, **kwargs)
+        finally:
+            _allow(soft + max(0, _mapped() - before))
+
+    compiler.compile_or_get_cached = compile_or_get_cached
 
 
 def preload(exercises: Iterable[str] = ()) -> None:
@@ -121,14 +183,20 @@ def serve(request, reply_fd):
     reply = os.fdopen(reply_fd, "w")
     probe = autograder.exercises.get(request["exercise"]).probe()
     ns = shell().user_ns
-    errors = run_cells(request["cells"], shell(), request.get("memory_mib"))
-    try:
-        obs = probe.observe(ns, request["seed"])
-    except BaseException as exc:
-        from autograder.exercises.common import error_text
+    compile_in_the_reserve()
+    reached = []
+    errors = run_cells(request["cells"], shell(), request.get("memory_mib"), reached)
+    if reached:  # its code reached the memory limit: that decides, whatever the probe could do
+        obs = {}
+    else:
+        _allow()  # the probe is the grader's: up to the hard limit
+        try:
+            obs = probe.observe(ns, request["seed"])
+        except BaseException as exc:
+            from autograder.exercises.common import error_text
 
-        obs = {"probe_error": error_text(exc)}
-    wire.write_reply(reply, errors, obs, compile_cache.counts())
+            obs = {"probe_error": error_text(exc)}
+    wire.write_reply(reply, errors, obs, compile_cache.counts(), memory_limit=reached)
     for stream in (sys.stdout, sys.stderr):  # keep what the learner printed
         try:
             stream.flush()

@@ -127,11 +127,13 @@ def _collect(pid, read_fd, deadline, cache=None):
     of the zygote's folders (:class:`~autograder.sandbox.compile_cache.Served`)."""
     chunks, size, code, eof = [], 0, None, False
     served, budget = compile_cache.Served(compile_cache.FOLDERS), [compile_cache.REQUESTS]
+    ended = _pidfd(pid)  # readable once the learner's process has exited: no polling wait
     while code is None:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
-        waits = ([] if eof else [read_fd]) + ([] if cache is None else [cache])
+        waits = (([] if eof else [read_fd]) + ([] if cache is None else [cache])
+                 + ([] if ended is None else [ended]))
         if waits:
             ready = select.select(waits, [], [], min(remaining, 0.01 if eof else 0.05))[0]
         else:
@@ -149,11 +151,22 @@ def _collect(pid, read_fd, deadline, cache=None):
         code = _exit_code(pid)
     if cache is not None:
         cache.close()
+    if ended is not None:
+        os.close(ended)
     if code is not None and not eof:  # drain what is buffered after exit
         while select.select([read_fd], [], [], 0)[0] and (data := os.read(read_fd, 65536)):
             chunks.append(data)
     os.close(read_fd)
     return b"".join(chunks), code, code is None
+
+
+def _pidfd(pid):
+    """A descriptor that becomes readable when ``pid`` exits (pidfd_open(2), Linux 5.3),
+    or None where there is none (then the exit is polled every 10 ms)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _exit_code(pid):
@@ -240,6 +253,8 @@ def _outcome(code, timed_out, raw, tail, limits, seconds, hits=frozenset()):
     if timed_out:
         return Outcome("timeout", f"timed out after {limits.seconds:g} s", None, seconds, tail)
     reply = wire.read_reply(raw)
+    if reply is not None and reply.get("memory_limit"):  # its own code reached the limit
+        hits = hits | {"memory_killed"}
     if code == 0 and reply is not None and "memory_killed" not in hits:
         return Outcome("ok", "", reply, seconds, tail)
     if hits & {"memory", "memory_killed"}:

@@ -12,13 +12,16 @@ reply). Two channels, one message each way:
 - learner -> supervisor, over a private pipe: one JSON object
   ``{"cell_errors": [str], "obs": dict}``, the probes' observations, and
   ``"compile_cache": {"hits", "misses"}`` where the zygote held a compile cache
-  (counts for the benchmarks, which no grade reads). It is data from untrusted
+  (counts for the benchmarks, which no grade reads), and ``"memory_limit": [label]``
+  where a cell's code reached the memory limit (the supervisor's outcome is then
+  ``memory``). It is data from untrusted
   code: :func:`read_reply` accepts any bytes.
 """
 from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from io import BufferedIOBase
@@ -108,12 +111,16 @@ def receive_outcome(conn: socket.socket) -> Outcome:
 
 
 def write_reply(file: IO[str], cell_errors: list[str], obs: dict[str, Any],
-                compiles: dict[str, int] | None = None) -> None:
-    """Learner side: the reply, ``cell_errors`` (list of str), ``obs`` (JSON-able dict) and
-    ``compiles``, the compile cache's counts (a dict, or None: left out)."""
+                compiles: dict[str, int] | None = None, memory_limit: Iterable[str] = ()) -> None:
+    """Learner side: the reply, ``cell_errors`` (list of str), ``obs`` (JSON-able dict),
+    ``compiles``, the compile cache's counts (a dict, or None: left out), and
+    ``memory_limit``, the labels of cells whose code reached the memory limit (left out
+    when none did)."""
     reply: dict[str, Any] = {"cell_errors": cell_errors, "obs": obs}
     if compiles is not None:
         reply["compile_cache"] = compiles
+    if memory_limit:
+        reply["memory_limit"] = list(memory_limit)
     json.dump(reply, file)
     file.flush()
 

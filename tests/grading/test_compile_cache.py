@@ -26,7 +26,9 @@ def test_the_key_follows_the_course(monkeypatch):
                compile_cache.key("donation_report", "v1", ENV),
                compile_cache.key("update_with_donate", "v1", dict(ENV, XLA_FLAGS="")),
                compile_cache.key("update_with_donate", "v1", dict(ENV, JAX_PLATFORMS="cpu,tpu")),
-               compile_cache.key("update_with_donate", "v1", dict(ENV, JAX_NUM_CPU_DEVICES="2"))]
+               compile_cache.key("update_with_donate", "v1", dict(ENV, JAX_NUM_CPU_DEVICES="2")),
+               compile_cache.key("update_with_donate", "v1", dict(
+                   ENV, XLA_FLAGS=ENV["XLA_FLAGS"] + " --xla_force_host_platform_device_count=2"))]
     real = compile_cache._packages()
     for package in ("jax", "jaxlib"):
         monkeypatch.setattr(compile_cache, "_packages", lambda p=package: dict(real, **{p: "9.9.9"}))
@@ -67,6 +69,11 @@ SPOILED = {
     "emptied": lambda p: p.write_bytes(b""),
     "removed": lambda p: p.unlink(),
     "a link": lambda p: (p.unlink(), p.symlink_to(p.parent / "good-cache")),
+    "a hard link to another entry": lambda p: (p.unlink(), os.link(p.parent / "good-cache", p)),
+    "a hard link to a learner's file": lambda p: (
+        p.unlink(), (p.parent.parent / "mine").write_bytes(b"bad program"),
+        os.chown(p.parent.parent / "mine", SANDBOX_UID, SANDBOX_UID),
+        os.link(p.parent.parent / "mine", p)),
     "a learner's": lambda p: os.chown(p, SANDBOX_UID, SANDBOX_UID),
     "group-writable": lambda p: p.chmod(0o620),
     "a folder": lambda p: (p.unlink(), p.mkdir()),

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,7 @@ def sample(name):
 # returns None when it changed nothing, else what it did. Run in a learner's process (the
 # sandbox: its mount namespace and uid) and in a plain process of a sandbox uid that sees
 # the real folder (the uid alone must stop it).
-ATTEMPTS = textwrap.dedent('''
+ATTEMPTS = textwrap.dedent(r'''
     import glob, os, shutil
 
     def _first(folder):
@@ -148,9 +149,84 @@ ATTEMPTS = textwrap.dedent('''
         after = set(os.listdir(folder)) if os.access(folder, os.R_OK) else None
         return "JAX wrote an entry" if before is not None and after != before else None
 
+    def _mine(content=b"planted"):
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "mine-%d" % os.getpid())
+        with open(path, "wb") as f:
+            f.write(content)
+        return path
+
+    def hardlink_into(folder):
+        os.link(_mine(), os.path.join(folder, "jit_hardlinked-0-cache"))
+        return "hard-linked a file of its own in as an entry"
+
+    def hardlink_over(folder):
+        staged = os.path.join(folder, ".staged")
+        os.link(_mine(), staged)
+        os.replace(staged, _first(folder))
+        return "hard-linked a file of its own over an entry"
+
+    def hardlink_out(folder):
+        out = os.path.join(os.environ.get("TMPDIR", "/tmp"), "out-%d" % os.getpid())
+        os.link(_first(folder), out)
+        with open(out, "r+b") as f:
+            f.write(b"planted")
+        return "wrote an entry through a hard link of its own"
+
+    def proc_fd(folder):
+        """Any descriptor of any process that names the cache, reopened for writing."""
+        wrote = None
+        for fd in glob.glob("/proc/[0-9]*/fd/*") + glob.glob("/proc/self/fd/*"):
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith(os.path.dirname(folder)):
+                with open(fd, "r+b") as f:
+                    f.write(b"planted")
+                wrote = "wrote through " + fd
+        if wrote is None:
+            os.open(os.path.join(folder, "manifest.json"), os.O_WRONLY)
+        return wrote
+
+    def rename_folder_into_place(folder):
+        mine = os.path.join(os.environ.get("TMPDIR", "/tmp"), "folder-%d" % os.getpid())
+        os.makedirs(mine, exist_ok=True)
+        with open(os.path.join(mine, "manifest.json"), "w") as f:
+            f.write('{"key": {}, "entries": {}}')
+        os.rename(mine, folder)
+        return "renamed a folder of its own over the cache's"
+
     ATTEMPTS = [add_entry, overwrite_entry, replace_entry, link_entry, unlink_entry,
                 rewrite_manifest, chmod_folder, chmod_entry, plant_next_version,
-                rename_folder, jax_write_path]
+                rename_folder, jax_write_path, hardlink_into, hardlink_over, hardlink_out,
+                proc_fd, rename_folder_into_place]
+
+    def forge_channel(folder):
+        """The socket a learner's process asks its supervisor for entries on, written to
+        as if it took entries: a key with an entry's bytes after it, keys that are paths,
+        a line too long, a length prefix; then asked for a key it planted."""
+        import socket
+        said = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if not os.readlink("/proc/self/fd/" + fd).startswith("socket:"):
+                    continue
+                conn = socket.socket(fileno=os.dup(int(fd)))
+            except OSError:
+                continue
+            conn.settimeout(2)
+            for line in (b"jit_planted-0\n" + (7).to_bytes(8, "big") + b"planted\n",
+                         b"../manifest.json\n", b"jit_planted-0-cache/../../x\n",
+                         b"PUT jit_planted-0 7\nplanted\n", b"k" * 5000 + b"\n",
+                         b"jit_planted-0\n"):
+                try:
+                    conn.sendall(line)
+                    size = int.from_bytes(conn.recv(8), "big")
+                    said.append(size)
+                except OSError as exc:
+                    said.append(type(exc).__name__)
+        return "the channel served a planted key" if any(
+            isinstance(x, int) and x > 0 for x in said) else None
 
     def attempt_all(folder):
         said = {}
@@ -177,7 +253,8 @@ def test_a_learner_uid_cannot_touch_the_cache_even_where_it_sees_it(cache):
                               env=dict(os.environ, JAX_PLATFORMS="cpu"), timeout=300)
         uids.kill_uid(lease)
     said = ast.literal_eval(done.stdout.strip().splitlines()[-1])
-    assert len(said) == 11 and all(v.startswith("refused: PermissionError") for v in said.values()), said
+    assert len(said) == 16, said
+    assert all(v.startswith("refused: PermissionError") for v in said.values()), said
     assert tree(cache) == before
 
 
@@ -194,9 +271,12 @@ def test_a_submission_cannot_touch_the_cache_and_the_next_grade_is_unchanged(cac
     assert counts is None
     on = zygote(cache, monkeypatch)
     try:
-        attack = ATTEMPTS + f"\nprint('SAID', attempt_all({str(cache)!r}))\n"
+        attack = ATTEMPTS + (f"\nATTEMPTS.append(forge_channel)\n"
+                             f"print('SAID', attempt_all({str(cache)!r}))\n")
         _, _, tail = grade(on, sample("reference") + [("cell 2", attack)])
-        assert "SAID" in tail and "jax_write_path" in tail, tail  # every attempt ran
+        assert "SAID" in tail and "forge_channel" in tail, tail  # every attempt ran
+        said = ast.literal_eval(tail[tail.index("SAID") + 5:].strip().splitlines()[0])
+        assert said["forge_channel"] == "nothing changed", said
         got, counts, _ = grade(on, sample("reference"))
     finally:
         on.stop()
@@ -280,3 +360,107 @@ def test_no_process_a_learner_is_forked_from_holds_an_entry(cache, monkeypatch):
         assert memory_holds(z.proc.pid, needles) == set()
     finally:
         z.stop()
+
+
+# Memory hogs: a right answer, then code that holds memory in its process. Generated from
+# where the memory is held, what allocates it, and how far it goes (to the limit, where
+# MemoryError escapes its cell; to the limit with the error caught and the memory kept;
+# just under the limit, leaving a few MiB of its address space). Each is graded with the
+# cache and without: the grade is what the learner's code did to its process, never how
+# much memory the grader's own compiles needed after it.
+HOLDERS = {
+    "list": ("hog = []\n", "hog.append({chunk})"),
+    "global_array": ("import sys\nsys.modules['__main__'].__dict__.setdefault('hog', [])\n",
+                     "globals()['hog'].append({chunk})"),
+    "closure": ("def _keeper():\n    kept = []\n    return kept.append, kept\n"
+                "keep, _kept = _keeper()\ndel _kept\n", "keep({chunk})"),
+}
+SOURCES = {
+    "bytes": "bytes(CHUNK)",  # calloc: address space, no pages touched
+    "numpy": "np.zeros(CHUNK, np.uint8)",
+    "jnp": "jnp.zeros(CHUNK, jnp.uint8)",  # XLA's allocator: RESOURCE_EXHAUSTED at the limit
+}
+ENDS = {
+    "to_the_limit": "while True:\n    {add}\n",
+    "caught": "try:\n    while True:\n        {add}\nexcept BaseException:\n    pass\n",
+    "just_under": ("while _free() > CHUNK + MARGIN:\n    {add}\n"),
+}
+HOG_PRELUDE = '''
+import resource
+import numpy as np
+import jax.numpy as jnp
+CHUNK, MARGIN = {chunk} * 2**20, {margin} * 2**20
+
+def _free():
+    """Bytes of this process's address-space limit not mapped yet."""
+    size = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize"))
+    return resource.getrlimit(resource.RLIMIT_AS)[0] - size * 1024
+'''
+HOG_MEMORY_MIB = 2048  # a JAX process with its backend started maps about 1.2 GiB of it
+
+
+def hogs():
+    """``{name: answer cell}``: every source x end x whether the answer was called (its
+    backend started, its program compiled) before the hog or only defined, in chunks of
+    32 and of 256 MiB (which leave more of the limit unmapped), the holder taken in turn;
+    just under the limit by two margins."""
+    found, holders = {}, sorted(HOLDERS)
+    for source, chunk in SOURCES.items():
+        for end, loop in ENDS.items():
+            for margin in ((8, 160) if end == "just_under" else (0,)):
+                for before in ("called", "defined"):
+                    for mib in (32, 256):
+                        holder = holders[len(found) % len(holders)]
+                        setup, add = HOLDERS[holder]
+                        body = loop.format(add=add.format(chunk=chunk))
+                        call = ("update_with_donate(jnp.ones(4), jnp.ones(4))\n"
+                                if before == "called" else "")
+                        name = (f"{holder}-{source}-{end}" + (f"-{margin}" if margin else "")
+                                + f"-{before}-{mib}")
+                        found[name] = (RIGHT_ANSWER + HOG_PRELUDE.format(margin=margin, chunk=mib)
+                                       + setup + call + body)
+    return found
+
+
+RIGHT_ANSWER = '''
+import jax
+_add = jax.jit(lambda s, d: s + d, donate_argnums=(0,))
+def update_with_donate(state, delta):
+    return _add(state, delta)
+'''
+
+
+def grade_hog(z, answer, slot):
+    """:func:`grade` with :data:`HOG_MEMORY_MIB`: the result without what differs from run
+    to run (the learner's printed output)."""
+    sub = load.Submission(name="s", path=None, exercise=EXERCISE)
+    sub.cells = [load.Cell(label="the answer cell", source=answer)]
+    hex_digest = "cd" * 32
+    request = {"exercise": EXERCISE, "seed": pipeline.seed_for(hex_digest),
+               "memory_mib": HOG_MEMORY_MIB, "hide": [],
+               "cells": [{"label": c.label, "source": c.source} for c in sub.cells]}
+    with sandbox.lease_uid(slot) as lease:
+        outcome = z.send(request, sandbox.Limits(seconds=120, memory_mib=HOG_MEMORY_MIB), lease)
+    result = pipeline.judged(sub, outcome, hex_digest)
+    return {"score": result.score, "status": result.status}, result.output
+
+
+def test_a_memory_hog_grades_the_same_with_the_cache_and_without(cache, monkeypatch):
+    """Every hog of :func:`hogs`: the same points and status with the cache and without;
+    the ones whose code reached the limit get the memory status, the others their points."""
+    family, got = hogs(), {}
+    for label, folder in (("off", None), ("on", cache)):
+        z = zygote(folder, monkeypatch)
+        try:
+            with ThreadPoolExecutor(2) as pool:  # two at a time, as --jobs 2 grades
+                graded = pool.map(lambda item, z=z: grade_hog(z, item[1], 9 + item[0] % 2)[0],
+                                  enumerate(family.values()))
+                got[label] = dict(zip(family, graded))
+        finally:
+            z.stop()
+    differ = {n: (got["off"][n], got["on"][n]) for n in family if got["off"][n] != got["on"][n]}
+    assert not differ, differ
+    wrong = {n: v for n, v in got["on"].items()
+             if v != ({"score": 0, "status": "memory"} if "-to_the_limit-" in n
+                      else {"score": 10, "status": "graded"})}
+    assert not wrong, wrong
