@@ -283,7 +283,7 @@ def test_lessons_link_out_to_the_sources_they_cite(built_site):
     """JAX's own pages on donation and the Nx pull request a lesson cites are links a
     learner can follow, not names to search for."""
     wanted = {"donate_argnums": ("https://docs.jax.dev/en/latest/_autosummary/jax.jit.html",
-                                 "https://docs.jax.dev/en/latest/faq.html#buffer-donation"),
+                                 "https://docs.jax.dev/en/latest/buffer_donation.html"),
               "lifetimes": ("https://github.com/elixir-nx/nx/pull/1814",)}
     for lesson, urls in wanted.items():
         html = (built_site / "book" / "lessons" / f"{lesson}.html").read_text(encoding="utf-8")
