@@ -44,6 +44,7 @@ NODES = {
     "tests/hub/": {"hub"},
     "tests/ci/": {"ci"},  # .ci/run in a private mount namespace (root, unshare)
     "tests/grading/test_cgroup_v2_vm.py": {"vm"},  # QEMU: a cgroup v2 only kernel
+    "tests/hub/test_swarm.py": {"swarm"},  # two dockerd as a swarm, the course image
     "tests/book/test_book_build.py": {"book"},  # builds small books of its own
     "tests/book/test_serve.py::test_every_printed_url": {"service"},
     "tests/book/test_serve.py::test_no_server_outlives": {"service"},
@@ -159,7 +160,7 @@ SITE_TIERS = {"book", "hub"}
 # API-only grader, a course that changes) or none, on another worker at the same time.
 OWN_HUBS = ("test_api_only", "test_cookie_tossing", "test_course_changes", "test_learner_disk",
             "test_limits", "test_lti_class", "test_lti_drop", "test_lti_launch", "test_pipes",
-            "test_proxy.py", "test_proxy_pid")
+            "test_proxy.py", "test_proxy_pid", "test_swarm")
 SITE_GROUPS = {**{f"tests/hub/{m}": "course-hub-own" for m in OWN_HUBS},
                "tests/hub/": "course-hub"}
 SITE = ("course-site", *dict.fromkeys(SITE_GROUPS.values()))

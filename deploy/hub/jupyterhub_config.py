@@ -202,7 +202,19 @@ c.Spawner.environment = {
     "PYTHONPATH": course_spawner.course_lib,  # the submit cell's module
 }
 c.Spawner.env_keep = ["LANG", "LC_ALL"]
-if os.geteuid() == 0:
+# HUB_SPAWNER=swarm: each server a container on a Docker Swarm (swarm_spawner.py), with
+# the same limits; the hub's API and the grading service then listen where nodes reach them.
+SWARM = env("HUB_SPAWNER", "local") == "swarm"
+if SWARM:
+    from deploy.hub import swarm_spawner
+    GRADER_HOST = swarm_spawner.configure(c, STATE, setting("HUB_API_PORT"),
+                                          setting("GRADER_PORT"), PUBLIC)
+    os.environ["COURSE_PROXY_WHOAMI"] = f"http://{GRADER_HOST}:{setting('HUB_API_PORT')}/hub/api/user"
+    c.Spawner.mem_limit = f"{int(setting('HUB_MEMORY_MIB'))}M"
+    c.Spawner.cpu_limit = float(setting("HUB_CPUS")) or None
+    c.CourseSwarmSpawner.pids = int(setting("HUB_PROCESSES"))
+    c.Spawner.args = [f"--ServerApp.allow_origin={PUBLIC}"]
+elif os.geteuid() == 0:
     # Each server in a network namespace of its own (course_spawner, learner_net): it
     # listens on a UNIX socket, and reaches the hub and the grader through two more, in
     # a folder of this hub's own (one per state folder: test hubs run side by side).
@@ -219,6 +231,7 @@ if os.geteuid() == 0:
     c.CourseSpawner.home_images = str(STATE / "homes")
 
 # -- the course's services -----------------------------------------------------
+GRADER_HOST = GRADER_HOST if SWARM else "127.0.0.1"  # where learners' servers reach it
 _service_env = {"PATH": env("PATH", "/usr/bin:/bin"), "HOME": env("HOME", "/root"),
                 "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8",
                 # their session cookies __Host- too (HubOAuth reads this; the hub passes
@@ -240,8 +253,8 @@ c.JupyterHub.services = [
     },
     {
         "name": "grader",
-        "url": f"http://127.0.0.1:{setting('GRADER_PORT')}",
-        "command": [PYTHON, "-m", "autograder.service", "--auth", "hub", "--host", "127.0.0.1",
+        "url": f"http://{GRADER_HOST}:{setting('GRADER_PORT')}",
+        "command": [PYTHON, "-m", "autograder.service", "--auth", "hub", "--host", GRADER_HOST,
                     "--port", setting("GRADER_PORT"), "--origins", ""],
         "cwd": str(REPO),
         # the grading service's settings, and the LMS's registration (grades back; its

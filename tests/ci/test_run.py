@@ -63,6 +63,18 @@ def test_a_static_busybox_is_installed_when_busybox_is_missing(tmp_path):
                      "make test"]
 
 
+def test_the_docker_engine_is_installed_when_dockerd_is_missing(tmp_path):
+    calls = run_ci(tmp_path, hidden=["/usr/sbin/dockerd"])
+    assert calls == ["apt-get update", "apt-get install -y --no-install-recommends docker.io",
+                     "make test"]
+
+
+def test_only_mmdebstrap_is_installed_when_only_mmdebstrap_is_missing(tmp_path):
+    calls = run_ci(tmp_path, hidden=["/usr/bin/mmdebstrap"])
+    assert calls == ["apt-get update", "apt-get install -y --no-install-recommends mmdebstrap",
+                     "make test"]
+
+
 @pytest.mark.skipif(NPM is None, reason="no npm on this machine to hide")
 def test_only_npm_is_installed_when_only_npm_is_missing(tmp_path):
     calls = run_ci(tmp_path, hidden=[os.path.dirname(os.path.realpath(NPM))])

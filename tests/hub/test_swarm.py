@@ -1,0 +1,160 @@
+"""A class on a two-node Docker Swarm (``make hub`` with ``HUB_SPAWNER=swarm``): the swarm
+tier. The test makes the swarm itself (tests/hub/swarm_cluster.py: two engines, each in a
+network namespace of its own, the course image loaded on both) and removes all of it.
+
+Learners sign in through the real hub with PAM, as under ``make hub`` on one machine;
+their servers are containers of the course image, spread over both nodes, each with its
+own memory, CPU and process limits and its home on storage both nodes share.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.hub import swarm_cluster
+from tests.hub.running import Signed, WAIT_S, free_privileged_port, running_hub
+from tests.hub.test_attacks import start_server
+from tests.hub.test_learner_network import through_proxy
+from tests.hub.test_limits import _cells
+
+REPO = Path(__file__).resolve().parents[2]
+MEMORY_MIB = 384  # each server's limit here: JupyterLab and a small kernel fit
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """The two-node swarm with the course image on both nodes and the node firewall
+    (deploy/image/node_rules.sh) for the hub's two ports: ``(Cluster, api_port, grader_port)``."""
+    why = swarm_cluster.available()
+    if why:
+        pytest.skip(why)
+    root = Path(f"/tmp/crsw-{tmp_path_factory.getbasetemp().name[-12:]}")
+    made = swarm_cluster.Cluster(root)
+    try:
+        made.make()
+        made.load(swarm_cluster.course_image(root))
+        ports = free_privileged_port(), free_privileged_port()
+        for node in "ab":
+            made.in_ns(node, REPO / "deploy" / "image" / "node_rules.sh", "docker0",
+                       str(made.host_side["a"]), *map(str, ports))
+        yield made, ports
+    finally:
+        made.remove()
+
+
+@pytest.fixture(scope="module")
+def swarm_hub(cluster, accounts, released_course, tmp_path_factory):
+    """``make hub`` with ``HUB_SPAWNER=swarm`` on the cluster (the hub's API and the grading
+    service on the host's address node A's link holds, which both nodes reach)."""
+    made, (api, grader) = cluster
+    with running_hub(accounts, released_course, tmp_path_factory.mktemp("swarm-hub"),
+                     HUB_SPAWNER="swarm", HUB_SWARM_DOCKER_HOST=f"unix://{made.manager.sock}",
+                     HUB_SWARM_IMAGE=swarm_cluster.IMAGE,
+                     HUB_SWARM_HUB_IP=str(made.host_side["a"]), HUB_API_PORT=str(api),
+                     GRADER_PORT=str(grader), HUB_MEMORY_MIB=str(MEMORY_MIB), HUB_CPUS="0.5",
+                     HUB_PROCESSES="256") as running:
+        yield running
+
+
+def tasks_by_node(made) -> dict:
+    """``{learner name: node ("a" or "b")}`` of the learners' running tasks."""
+    placed = {}
+    for node, node_id in made.node_ids.items():
+        tasks = made.manager.docker("node", "ps", node_id, "--filter", "desired-state=running",
+                                    "--format", "{{.Name}} {{.CurrentState}}").stdout
+        for line in tasks.splitlines():
+            name, state = line.split(" ", 1)
+            if state.startswith("Running") and name.startswith("course-"):
+                placed[name.removeprefix("course-").rsplit(".", 1)[0]] = node
+    return placed
+
+
+def api_status(hub, server, token) -> int:
+    """``GET <server>/api/status`` through the proxy with ``token``: the status code."""
+    url, headers = through_proxy(hub, server, "api/status")
+    reply = requests.get("http://" + url, headers=dict(headers, Authorization=f"token {token}"),
+                         timeout=60, allow_redirects=False)
+    return reply.status_code
+
+
+def test_a_class_of_30_on_both_nodes_each_reaching_only_her_own(swarm_hub, cluster, class_of_30):
+    """Thirty learners sign in and start their servers at once: all run, on both nodes,
+    with the configured limits; each answers its learner's token and refuses the next
+    learner's (on the other node or the same)."""
+    made, _ = cluster
+    started = time.monotonic()
+    with ThreadPoolExecutor(10) as pool:
+        learners = list(pool.map(lambda a: Signed(swarm_hub, a), class_of_30))
+        servers = list(pool.map(start_server, learners))
+    print(f"30 servers ready in {time.monotonic() - started:.1f} s")
+    placed = tasks_by_node(made)
+    assert {placed.get(s.name) for s in learners} == {"a", "b"}, placed
+    assert all(placed.get(s.name) for s in learners), placed
+    for i, (learner, server) in enumerate(zip(learners, servers)):
+        other = learners[(i + 1) % len(learners)]
+        assert api_status(swarm_hub, server, learner.token) == 200, learner.name
+        assert api_status(swarm_hub, server, other.token) in (403, 404), (learner.name, other.name)
+    spec = json.loads(made.manager.docker("service", "inspect", f"course-{learners[0].name}").stdout)
+    limits = spec[0]["Spec"]["TaskTemplate"]["Resources"]["Limits"]
+    assert limits == {"MemoryBytes": MEMORY_MIB << 20, "NanoCPUs": 500_000_000, "Pids": 256}
+
+
+def container_of(made, name) -> tuple[str, str]:
+    """``(node, container id)`` of learner ``name``'s running task."""
+    for node, engine in made.nodes.items():
+        found = engine.docker("ps", "-q", "--no-trunc", "--filter",
+                              f"label=com.docker.swarm.service.name=course-{name}").stdout.split()
+        if found:
+            return node, found[0]
+    raise AssertionError(f"no container of {name}")
+
+
+def oom_kills(made, node, container) -> int:
+    """Processes the kernel killed at ``container``'s memory limit (its memory cgroup)."""
+    parent = made.nodes[node].cgroup_parent()
+    text = Path(f"/sys/fs/cgroup/memory/{parent}/{container}/memory.oom_control").read_text()
+    return int(next(line.split()[1] for line in text.splitlines() if line.startswith("oom_kill ")))
+
+
+def kernel_cells(hub, learner, server, cells):
+    """Run ``cells`` in a new kernel of ``learner``'s server (tests/hub/test_limits.py's
+    ``_cells``): what each said."""
+    auth = {"Authorization": f"token {learner.token}"}
+    url, headers = through_proxy(hub, server, "api/kernels")
+    made = requests.post("http://" + url, headers={**headers, **auth}, json={"name": "python3"},
+                         timeout=120)
+    assert made.ok, made.text
+    url, headers = through_proxy(hub, server, f"api/kernels/{made.json()['id']}/channels")
+    return asyncio.run(_cells("ws://" + url, {**headers, **auth}, cells))
+
+
+def test_a_kernel_past_her_memory_is_killed_alone(swarm_hub, cluster, class_of_30):
+    """Her kernel touches more than her server's limit: the node's kernel kills it (in her
+    container's memory cgroup, nothing else), her server answers and a new kernel runs;
+    classmates on both nodes compute meanwhile, their containers untouched."""
+    made, _ = cluster
+    placed = tasks_by_node(made)
+    first = class_of_30[0]
+    beside = next(a for a in class_of_30[1:] if placed.get(a.name) == placed.get(first.name))
+    across = next(a for a in class_of_30 if placed.get(a.name) not in (None, placed[first.name]))
+    eve, *others = [Signed(swarm_hub, a) for a in (first, beside, across)]
+    servers = [start_server(s) for s in (eve, *others)]
+    node, box = container_of(made, eve.name)
+    before = {s.name: container_of(made, s.name) for s in others}
+    kills = {s.name: oom_kills(made, *before[s.name]) for s in others}
+    said = kernel_cells(swarm_hub, eve, servers[0],
+                        [f"b = b'x' * ({MEMORY_MIB + 100} * 2**20)", "print('after', 6 * 7)"])
+    assert "restarting" in said[0] and "after 42" in said[1], said
+    assert oom_kills(made, node, box) >= 1
+    assert container_of(made, eve.name) == (node, box)  # her server was not restarted
+    for learner, server in zip(others, servers[1:]):
+        assert kernel_cells(swarm_hub, learner, server, ["print(6 * 7)"]) == ["42\n"]
+        assert container_of(made, learner.name) == before[learner.name]
+        assert oom_kills(made, *before[learner.name]) == kills[learner.name]
+
