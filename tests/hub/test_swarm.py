@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from tests.hub import swarm_cluster
-from tests.hub.running import Signed, WAIT_S, free_privileged_port, running_hub
+from tests.hub.running import Signed, free_privileged_port, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_learner_network import through_proxy
 from tests.hub.test_limits import _cells
