@@ -7,7 +7,8 @@ package.json) on http://HOST:PORT; behind the proxy
 * ``/services/grader/``: the grading service (``python -m autograder.service
   --auth hub``), with the grader and the gradebook ``make serve`` uses;
 * ``/user/<name>/``: each learner's JupyterLab (``course_spawner.py``), as the
-  learner's own system user when the hub runs as root.
+  learner's own system user when the hub runs as root; with ``HUB_SPAWNER=swarm`` a
+  container of the course image on a Docker Swarm instead (``swarm_spawner.py``).
 
 Sign-in (``HUB_AUTH``): ``lti``, a launch from the LMS (``lti_sign_in.py``), or by
 default ``pam``, JupyterHub's PAMAuthenticator (the machine's accounts). Learners are

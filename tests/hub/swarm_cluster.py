@@ -44,6 +44,7 @@ IMAGE_INPUTS = ("requirements.txt", "scripts/jupyter_local.py", "deploy/hub/lear
                 "autograder/learner_submit.py", "autograder/defaults.py",
                 "_build/html/_notebooks/lessons", "exercises/release", "deploy/image")
 WAIT_S = 120
+CPU_SHARES = 8  # a node's containers weigh as this many processes (Engine.share_cpu)
 
 
 def available() -> str | None:
@@ -82,6 +83,7 @@ class Engine:
     def start(self):
         """Start the daemon; return once it answers (RuntimeError when it does not)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        self.share_cpu()
         argv = [DOCKERD, "--data-root", self.root / "data", "--exec-root", self.root / "exec",
                 "--pidfile", self.root / "dockerd.pid", "-H", f"unix://{self.sock}",
                 "--storage-driver", "overlay2", *self.flags]
@@ -100,6 +102,15 @@ class Engine:
                 return
             time.sleep(0.3)
         raise RuntimeError(f"dockerd did not answer: {self.log()}")
+
+    def share_cpu(self):
+        """Weigh the engine's containers, all in one cgroup (cgroup v1: one entity beside
+        every process of the machine's root group), as :data:`CPU_SHARES` processes: on a
+        busy machine a node's learners' servers would otherwise starve together."""
+        group = Path("/sys/fs/cgroup/cpu") / self.cgroup_parent()
+        if (group.parent / "cpu.shares").exists():
+            group.mkdir(exist_ok=True)
+            (group / "cpu.shares").write_text(str(CPU_SHARES * 1024))
 
     def docker(self, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
         return run(DOCKER, *args, check=check, timeout=timeout, env=self.env)

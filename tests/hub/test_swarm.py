@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.course import REPO
 from tests.hub import swarm_cluster
 from tests.hub.running import Signed, free_privileged_port, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_learner_network import through_proxy
 from tests.hub.test_limits import _cells
 
-REPO = Path(__file__).resolve().parents[2]
 MEMORY_MIB = 384  # each server's limit here: JupyterLab and a small kernel fit
 
 
@@ -83,16 +83,24 @@ def api_status(hub, server, token) -> int:
     return reply.status_code
 
 
-def test_a_class_of_30_on_both_nodes_each_reaching_only_her_own(swarm_hub, cluster, class_of_30):
-    """Thirty learners sign in and start their servers at once: all run, on both nodes,
-    with the configured limits; each answers its learner's token and refuses the next
-    learner's (on the other node or the same)."""
-    made, _ = cluster
+@pytest.fixture(scope="module")
+def class_up(swarm_hub, class_of_30):
+    """The thirty learners signed in, each starting her server at once (ten at a time):
+    ``([Signed], [server model])``, once all are ready."""
     started = time.monotonic()
     with ThreadPoolExecutor(10) as pool:
         learners = list(pool.map(lambda a: Signed(swarm_hub, a), class_of_30))
         servers = list(pool.map(start_server, learners))
     print(f"30 servers ready in {time.monotonic() - started:.1f} s")
+    return learners, servers
+
+
+def test_a_class_of_30_on_both_nodes_each_reaching_only_her_own(swarm_hub, cluster, class_up):
+    """Thirty learners sign in and start their servers at once: all run, on both nodes,
+    with the configured limits; each answers its learner's token and refuses the next
+    learner's (on the other node or the same)."""
+    made, _ = cluster
+    learners, servers = class_up
     placed = tasks_by_node(made)
     assert {placed.get(s.name) for s in learners} == {"a", "b"}, placed
     assert all(placed.get(s.name) for s in learners), placed
@@ -134,7 +142,7 @@ def kernel_cells(hub, learner, server, cells):
     return asyncio.run(_cells("ws://" + url, {**headers, **auth}, cells))
 
 
-def test_a_kernel_past_her_memory_is_killed_alone(swarm_hub, cluster, class_of_30):
+def test_a_kernel_past_her_memory_is_killed_alone(swarm_hub, cluster, class_of_30, class_up):
     """Her kernel touches more than her server's limit: the node's kernel kills it (in her
     container's memory cgroup, nothing else), her server answers and a new kernel runs;
     classmates on both nodes compute meanwhile, their containers untouched."""
@@ -158,3 +166,89 @@ def test_a_kernel_past_her_memory_is_killed_alone(swarm_hub, cluster, class_of_3
         assert container_of(made, learner.name) == before[learner.name]
         assert oom_kills(made, *before[learner.name]) == kills[learner.name]
 
+
+# Run in a learner's kernel: for each "host:port", whether a TCP connection is accepted
+# ("open"), refused or never answered (the node's firewall: "closed").
+REACH = """
+import json, socket
+def reach(where):
+    host, port = where.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+        return "open"
+    except OSError:
+        return "closed"
+print(json.dumps({w: reach(w) for w in %r}))
+"""
+
+
+def test_her_server_reaches_the_hub_and_the_grader_and_nothing_else(swarm_hub, cluster,
+                                                                    class_of_30, class_up):
+    """From her kernel: the hub's API and the grading service answer; classmates' servers
+    (their published ports, on her node and the other), the nodes' own swarm ports, the
+    hub's proxy and the machine's other addresses do not."""
+    made, (api, grader) = cluster
+    placed = tasks_by_node(made)
+    eve = Signed(swarm_hub, class_of_30[0])
+    server = start_server(eve)
+    hub_ip = str(made.host_side["a"])
+    others = []
+    for node in "ab":
+        name = next(a.name for a in class_of_30[1:] if placed.get(a.name) == node)
+        ports = json.loads(made.manager.docker("service", "inspect", f"course-{name}").stdout)
+        task = made.manager.docker("service", "ps", "-q", "--filter", "desired-state=running",
+                                   f"course-{name}").stdout.split()[0]
+        status = json.loads(made.manager.docker("inspect", task).stdout)[0]["Status"]
+        port = status["PortStatus"]["Ports"][0]["PublishedPort"]
+        others.append(f"{made.address[node]}:{port}")
+        assert ports  # (her classmate's service exists)
+    wanted = {f"{hub_ip}:{api}": "open", f"{hub_ip}:{grader}": "open"}
+    wanted.update({w: "closed" for w in others})
+    wanted.update({f"{made.swarm_address[n]}:2377": "closed" for n in "ab"})
+    wanted.update({f"{made.address[n]}:22": "closed" for n in "ab"})
+    wanted[f"{hub_ip}:{swarm_hub.env['PORT']}"] = "closed"  # the proxy (the hub's loopback)
+    wanted[f"{hub_ip}:{swarm_hub.env['PROXY_API_PORT']}"] = "closed"
+    said = kernel_cells(swarm_hub, eve, server, [REACH % list(wanted)])
+    assert json.loads(said[0]) == wanted, said
+
+
+def hub_server(learner) -> dict | None:
+    """The hub's model of ``learner``'s (a Signed) default server, or None."""
+    api = learner.hub.url(f"/hub/api/users/{learner.name}")
+    return learner.session.get(api, headers=learner.headers).json()["servers"].get("")
+
+
+def test_a_node_lost_her_server_starts_on_the_other_with_her_work(swarm_hub, cluster,
+                                                                  class_of_30, class_up):
+    """Node B's engine is killed (its containers keep running under their shims, as on a
+    machine cut off): the swarm marks it down, the hub stops the servers it ran, and each
+    of those learners' next start runs on node A, with the notebook she saved before."""
+    made, _ = cluster
+    placed = tasks_by_node(made)
+    on_b = [a for a in class_of_30 if placed.get(a.name) == "b"][:3]
+    assert on_b, placed
+    learners = [Signed(swarm_hub, a) for a in on_b]
+    servers = [start_server(s) for s in learners]
+    for learner, server in zip(learners, servers):
+        url, headers = through_proxy(swarm_hub, server, "api/contents/mine.txt")
+        put = requests.put("http://" + url, json={"type": "file", "format": "text",
+                                                  "content": f"{learner.name}'s work"},
+                           headers={**headers, "Authorization": f"token {learner.token}"},
+                           timeout=60)
+        assert put.status_code in (200, 201), put.text
+    lost = time.monotonic()
+    made.nodes["b"].kill()
+    deadline = time.monotonic() + WAIT_S
+    while any(hub_server(s) for s in learners):
+        assert time.monotonic() < deadline, "the hub never stopped the lost node's servers"
+        time.sleep(1)
+    print(f"servers of the lost node stopped by the hub {time.monotonic() - lost:.1f} s after")
+    again = [start_server(s) for s in learners]
+    print(f"started again {time.monotonic() - lost:.1f} s after the loss")
+    placed = tasks_by_node(made)
+    for learner, server in zip(learners, again):
+        assert placed.get(learner.name) == "a", placed
+        url, headers = through_proxy(swarm_hub, server, "api/contents/mine.txt")
+        got = requests.get("http://" + url, timeout=60,
+                           headers={**headers, "Authorization": f"token {learner.token}"})
+        assert got.ok and got.json()["content"] == f"{learner.name}'s work", got.text[:300]
