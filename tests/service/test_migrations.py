@@ -94,12 +94,12 @@ def test_a_new_database_is_made_at_the_newest_revision(engine, request, tmp_path
     assert at == again == head() and drift == []
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_a_database_nbgraders_gradebook_shares_keeps_each_ones_revision(engine, request,
-                                                                         tmp_path, monkeypatch):
-    """With PostgreSQL nbgrader's gradebook lives in the service's database, and keeps its
-    own Alembic revision there: the service's is in a table of its own."""
-    db = tmp_path / "grading.db" if engine == "sqlite" else request.getfixturevalue("pg_url")()
+@pytest.mark.postgres
+def test_a_database_nbgraders_gradebook_shares_keeps_each_ones_revision(pg_url, monkeypatch):
+    """With PostgreSQL nbgrader's gradebook lives in the service's database (on SQLite it
+    is a file of its own), and keeps its own Alembic revision there: the service's is in
+    a table of its own."""
+    db = pg_url()
     # nbgrader runs the alembic command of the environment to make its database
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     with Gradebook(url_text(database_url(db))):  # nbgrader's tables and revision first
