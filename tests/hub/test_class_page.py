@@ -41,10 +41,17 @@ def graded_class(hub, accounts):
     set_due(hub, f"{due:%Y-%m-%d %H:%M}")
     notebooks = [with_answer(released_notebook(course), (SAMPLES / f"{a}.py").read_text())
                  for a in ANSWERS]
+
+    def sign_in_and_submit(at, account):
+        learner = Signed(hub, account)
+        return learner, learner.submit(notebooks[at % len(notebooks)])
+
+    # Each learner submits as soon as she has signed in: the service grades the first
+    # notebooks while the hub still signs the others in (a sign-in is eight requests,
+    # which JupyterHub's one process answers in turn; the grading slots waited meanwhile).
     with more_learners(accounts, CLASS_SIZE) as made, ThreadPoolExecutor(8) as pool:
-        learners = list(pool.map(lambda a: Signed(hub, a), made))
-        ids = list(pool.map(lambda p: p[1].submit(notebooks[p[0] % len(notebooks)]),
-                            enumerate(learners)))
+        learners, ids = zip(*pool.map(sign_in_and_submit, range(len(made)), made))
+        learners = list(learners)
         list(pool.map(lambda p: p[0].wait_done(p[1]), zip(learners, ids)))
         try:
             yield learners, due
