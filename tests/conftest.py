@@ -12,7 +12,7 @@ import pytest
 
 from tests import tiers
 from tests.chromium import SharedChromium
-from tests.course import REPO, release
+from tests.course import REPO, release_every_exercise
 
 # The grader's compile cache is machine-wide (/var/cache): the suite grades without it, so
 # that no test leaves a warming process behind or depends on what an earlier run warmed;
@@ -80,7 +80,7 @@ def released_course(tmp_path_factory):
     ``make test`` the first worker to need it releases it, in the run's temporary folder,
     and the others take that one (a release is 4.5 CPU-seconds, 21 s on the loaded machine)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return _released(tmp_path_factory.mktemp("course"))
+        return release_every_exercise(tmp_path_factory.mktemp("course"))
     run = tmp_path_factory.getbasetemp().parent  # this run's, each worker's own folder in it
     course, done = run / "released" / "course", run / "released" / ".done"
     course.parent.mkdir(exist_ok=True)
@@ -89,18 +89,8 @@ def released_course(tmp_path_factory):
         if not done.exists():  # (a worker whose release failed left no .done: start again)
             shutil.rmtree(course, ignore_errors=True)
             course.mkdir()
-            _released(course)
+            release_every_exercise(course)
             done.touch()
-    return course
-
-
-def _released(course):
-    """``course`` (an empty folder) with the course's config and every exercise released."""
-    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
-    shutil.copytree(REPO / "exercises" / "source", course / "source")
-    # One nbgrader process for all of them (its assignment id is a glob over source/):
-    # the same release as one command per exercise, one interpreter start instead of one per exercise.
-    release(course, "*")
     return course
 
 

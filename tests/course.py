@@ -55,6 +55,17 @@ def release(course, assignment, *extra):
     return nbgrader(course, *release_argv(assignment)[1:], *extra)
 
 
+def release_every_exercise(course):
+    """``course`` (an empty folder) with the course's nbgrader config and every exercise
+    of ``exercises/source`` released into it (and its gradebook): ``course``."""
+    shutil.copy(REPO / "exercises" / "nbgrader_config.py", course)  # as in exercises/
+    shutil.copytree(REPO / "exercises" / "source", course / "source")
+    # One nbgrader process for all of them (its assignment id is a glob over source/):
+    # the same release as one command per exercise, one interpreter start instead of one per exercise.
+    release(course, "*")
+    return course
+
+
 def grader_cli(*args, cwd=REPO, env=None, timeout=600, wait=True):
     """``python -m autograder ARGS`` as the README runs it: from the repository's root,
     in the README's environment (:func:`nbgrader_env`, plus ``env``). Returns the

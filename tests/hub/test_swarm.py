@@ -19,7 +19,7 @@ import requests
 
 from tests.course import REPO
 from tests.hub import swarm_cluster
-from tests.hub.running import Signed, free_privileged_port, running_hub
+from tests.hub.running import WAIT_S, Signed, free_privileged_port, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_learner_network import through_proxy
 from tests.hub.test_limits import _cells
