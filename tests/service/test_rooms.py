@@ -1,11 +1,14 @@
 """The grading service's rooms hold: only ``store/`` runs SQL on the service's tables,
-and only ``api/`` answers HTTP (the views, the gradebook, the LMS and the store raise
-no HTTP errors). Read from the source, so a module that breaks a room's rule fails
+only ``api/`` answers HTTP (the views, the gradebook, the LMS and the store raise
+no HTTP errors), and every spelling of a command the repository uses runs it. Read from the source, so a module that breaks a room's rule fails
 here before anyone has to find it."""
 import ast
+import importlib
+import re
 
 import pytest
 
+from autograder.service.__main__ import COMMANDS, main as service_main
 from tests.course import REPO
 
 SERVICE = REPO / "autograder" / "service"
@@ -95,3 +98,43 @@ def test_the_checks_pass_what_the_rooms_allow():
     allowed = ("from sqlalchemy.exc import SQLAlchemyError\nfrom autograder.service.store "
                "import lti\n\ndef f(store):\n    return lti.people(store)\n")
     assert runs_sql(allowed) == [] and answers_http(allowed) == []
+
+
+def spellings():
+    """Every ``python -m autograder.service...`` module the docs, the Makefile, deploy/,
+    scripts and tests name (with a command word after the package where one follows)."""
+    found = set()
+    for path in REPO.glob("**/*"):
+        if path.suffix not in (".md", ".py", ".yaml", ".yml", ".sh") and path.name != "Makefile":
+            continue
+        if any(part in (".venv", "node_modules", "_build", ".git") for part in path.parts):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for module, word in re.findall(
+                r"-m\W{0,6}(autograder\.service(?:\.\w+)*)(?:\W{1,6}([a-z_]+))?", text):
+            found.add(module if module != "autograder.service" or word not in COMMANDS
+                      else f"{module} {word}")
+    return sorted(found)
+
+
+def test_every_spelling_of_a_command_the_repository_uses_runs_it():
+    """The docs' and deployments' spellings (``python -m autograder.service.worker``) and
+    the one entry (``python -m autograder.service worker``) run the same command."""
+    named = spellings()
+    assert "autograder.service.worker" in named and "autograder.service" in named
+    for spelling in named:
+        module, _, word = spelling.partition(" ")
+        assert importlib.util.find_spec(module), f"python -m {spelling}: no such module"
+        if word:
+            assert word in COMMANDS
+    for word in COMMANDS:
+        command = importlib.import_module(f"autograder.service.commands.{word}")
+        assert importlib.import_module(f"autograder.service.{word}").main is command.main
+
+
+@pytest.mark.parametrize("word", COMMANDS)
+def test_the_one_entry_runs_each_command(word, capsys):
+    with pytest.raises(SystemExit) as done:
+        service_main([word, "--help"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m autograder.service.{word}")
