@@ -1,6 +1,7 @@
 """The grading service's rooms hold: only ``store/`` runs SQL on the service's tables,
 only ``api/`` answers HTTP (the views, the gradebook, the LMS and the store raise
-no HTTP errors), and every spelling of a command the repository uses runs it. Read from the source, so a module that breaks a room's rule fails
+no HTTP errors), and every spelling of a command the repository uses runs it. Read from the source, so a
+module that breaks a room's rule fails
 here before anyone has to find it."""
 import ast
 import importlib

@@ -123,7 +123,7 @@ def _decode(raw):
     except RecursionError:  # not a ValueError: deeper than the decoder's stack
         raise _too_deep() from None
     except ValueError as exc:
-        raise Refused(400, "bad_json", f"the request body is not valid JSON ({exc})")
+        raise Refused(400, "bad_json", f"the request body is not valid JSON ({exc})") from exc
     if _depth_exceeds(body, MAX_DEPTH):
         raise _too_deep()
     if not isinstance(body, dict):
@@ -216,7 +216,7 @@ class SubmissionsHandler(Base):
             try:
                 await self.db(self.store.room, self.person.name, self._size, s.caps)
             except CapReached as cap:
-                raise await self.refused_by(cap, self.person.name)
+                raise await self.refused_by(cap, self.person.name) from cap
         body = await self.parse()
         needed = ("exercise", "notebook") if self.person else ("exercise", "learner", "notebook")
         missing = [k for k in needed if k not in body]
@@ -238,7 +238,7 @@ class SubmissionsHandler(Base):
             sub_id, replaced, ahead = await self.db(
                 self.store.admit, learner, exercise, data, self.client_of(), s.caps)
         except CapReached as cap:
-            raise await self.refused_by(cap, learner)
+            raise await self.refused_by(cap, learner) from cap
         if self.grading:
             self.grading.notify()
         wait = await self.wait_estimate(ahead + 1)

@@ -16,7 +16,7 @@ class Jwks(Base):
         try:
             pem = lti_tool.private_key_pem()
         except OSError as exc:
-            raise Refused(503, "no_key", f"the tool's LTI key cannot be read: {exc.strerror}")
+            raise Refused(503, "no_key", f"the tool's LTI key cannot be read: {exc.strerror}") from exc
         self.send(200, lti_tool.jwks(pem))
 
 

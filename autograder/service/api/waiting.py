@@ -51,7 +51,7 @@ class Waiters:
             self._watch = asyncio.ensure_future(self._watch_store())
         try:
             await asyncio.wait_for(future, seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             held = self._held.get(sub_id, set())

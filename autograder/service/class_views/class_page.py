@@ -7,7 +7,7 @@ learners' tables is list.js (npm, ``package.json``), served by this service
 with ``class-page.js`` and ``class-page.css`` (:data:`ASSETS`); it works
 without them as plain tables.
 """
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from urllib.parse import quote
@@ -235,7 +235,7 @@ def _cell(cell):
 
 def utc(epoch):
     """``epoch`` seconds as an aware UTC datetime."""
-    return datetime.fromtimestamp(epoch, timezone.utc)
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _learner_link(name, lms_name=None):

@@ -55,7 +55,8 @@ def class_data(store, rule, deadlines=None, roster=None):
     ``recorded``, ``best``, ``latest``, ``submissions``, ``late`` (bool), ``signed_in``
     (True, False: never signed in to the hub, None: not known), ``lms_name`` (the LMS's
     display name, or None), ``withdrawn`` (bool),
-    ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed`` (the latest result's
+    ``late_seconds`` and ``penalty`` (points) of the recorded one, ``last_activity`` (epoch s), ``failed``
+    (the latest result's
     failed checks: ``name``, ``output``; none when they did not run), ``not_graded`` (why
     the latest result's checks did not run, or None)), ``not_graded`` (those learners
     grouped by reason: ``[{"observation", "count", "learners"}]``), ``checks`` (``name``, ``passed``,
@@ -89,7 +90,7 @@ def _untried(rule, points):
     return {"max_score": points, "recorded_rule": rule, "learners": {}, "checks": []}
 
 
-NOBODY = {"submissions": 0, "recorded": None, "best": None, "latest": None,
+NOBODY: dict[str, object] = {"submissions": 0, "recorded": None, "best": None, "latest": None,
           "late_seconds": 0.0, "penalty": 0.0, "feedback": [], "not_graded": None}
 
 

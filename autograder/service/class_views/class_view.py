@@ -1,4 +1,5 @@
-"""The class as the store holds it, for the class views: the class summary (per exercise and learner: recorded grade, lateness, latest feedback;
+"""The class as the store holds it, for the class views: the class summary (per exercise and learner:
+recorded grade, lateness, latest feedback;
 per check: pass rate), from the store's :class:`~autograder.service.store.rows.Submission` values.
 """
 from collections import Counter

@@ -148,7 +148,7 @@ def save(args, dest):
             if (hub / HUB_DB).exists():
                 dumps.sqlite_copy(hub / HUB_DB, dest / "hub-state" / HUB_DB)
             copied.append("hub-state/")
-        manifest = {"made": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        manifest = {"made": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                     "database": url.render_as_string(hide_password=True), "course": str(course),
                     "hub_state": str(hub), "copied": copied, "submissions": count,
                     "course_files": listing, "left_out": left_out}

@@ -72,7 +72,7 @@ def where(key: str, course) -> Path:
     place, _, rest = key.partition("/")
     base = places(course).get(place)
     target = (base / rest).resolve() if base and rest else None
-    if target is None or not target.is_relative_to(base.resolve()):
+    if base is None or target is None or not target.is_relative_to(base.resolve()):
         raise ValueError(f"{key!r} is not a course file's name")
     return target
 

@@ -75,7 +75,7 @@ def end_sessions(name, state=None, url=None, wait_s=STOP_WAIT_S):
             requests.delete(f"{user}/server", headers=headers, timeout=30)
             reply = requests.delete(user, headers=headers, timeout=wait_s)
         except requests.RequestException as exc:
-            raise HubUnreachable(f"the hub's API at {url or api_url()} did not answer: {exc}")
+            raise HubUnreachable(f"the hub's API at {url or api_url()} did not answer: {exc}") from exc
         if reply.status_code in (204, 404):
             return reply.status_code == 204
         if reply.status_code != 400 or time.monotonic() > deadline:  # 400: still stopping

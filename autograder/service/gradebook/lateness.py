@@ -21,7 +21,7 @@ from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
 
 log = logging.getLogger("autograder.service")
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 CACHE_S = 5.0  # how long a reading of the gradebook's dates is reused
 
 

@@ -20,13 +20,12 @@ import threading
 import time
 from pathlib import Path
 
-from nbgrader.api import BaseCell, Comment, Gradebook, Grade, MissingEntry
+from nbgrader.api import BaseCell, Comment, Grade, Gradebook, MissingEntry
 
 from autograder import exercises
 from autograder.exercises import current
 from autograder.results import atomic_write
 from autograder.service.gradebook.lateness import Deadlines
-
 
 RELEASED_CHECK_S = 2.0  # how often the released exercises' checks are read again
 
@@ -227,7 +226,7 @@ class Mirror:
         try:
             assignment = gb.find_assignment(exercise)
         except MissingEntry:
-            raise NotReady(f"exercise {exercise!r} is not in the gradebook: run `make release`")
+            raise NotReady(f"exercise {exercise!r} is not in the gradebook: run `make release`") from None
         for nb in assignment.notebooks:
             if sorted(c.name for c in nb.grade_cells) == sorted(grade_ids):
                 return nb.name
@@ -259,7 +258,7 @@ class Book:
         gb, exercise, learner, result = self.gb, row.exercise, row.learner, row.result
         if any(c.grade_id is None for c in result.checks):
             raise NotReady("the result's checks do not match the exercise's hidden tests")
-        when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.timezone.utc)
+        when = datetime.datetime.fromtimestamp(row.submitted_at, datetime.UTC)
         notebook = Mirror.notebook_of(gb, exercise, [c.grade_id for c in result.checks])
         gb.update_or_create_student(learner)
         update_or_create_submission(gb, exercise, learner, timestamp=when)

@@ -28,7 +28,8 @@ def on_time(row):
 
 def recorded(rows, rule, lateness=on_time):
     """The row that counts among ``rows`` (one learner's submissions of one exercise:
-    :class:`~autograder.service.store.rows.Submission`), or None when none is graded. ``lateness(row)`` is the row's :class:`Lateness` (on time by default).
+    :class:`~autograder.service.store.rows.Submission`), or None when none is graded. ``lateness(row)`` is
+    the row's :class:`Lateness` (on time by default).
     Raises ValueError for a rule not in :data:`RULES`."""
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r} for the recorded grade; one of {', '.join(RULES)}")
@@ -82,4 +83,4 @@ def standing(rows, rule, lateness=on_time):
 def _iso(seconds):
     import datetime
 
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")

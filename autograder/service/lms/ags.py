@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import requests
 
@@ -47,7 +47,7 @@ def permanent(status) -> bool:
 
 def iso(seconds: float) -> str:
     """Epoch ``seconds`` as the ISO 8601 timestamp with milliseconds AGS asks for."""
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
 
 
 class Client:
@@ -56,7 +56,8 @@ class Client:
 
     def __init__(self, registration: Registration, pem: bytes, timeout=TIMEOUT_S):
         self.registration, self.pem, self.timeout = registration, pem, timeout
-        self._token, self._until, self._lock = None, 0.0, threading.Lock()
+        self._token: str | None = None
+        self._until, self._lock = 0.0, threading.Lock()
         self.session = requests.Session()
 
     def token(self) -> str:
@@ -70,19 +71,19 @@ class Client:
                                 what="the LMS's token endpoint")
             try:
                 body = answer.json()
-                self._token = body["access_token"]
+                token: str = body["access_token"]
             except (ValueError, KeyError, TypeError):
-                raise Failed("the LMS's token endpoint answered without an access token")
-            self._until = time.time() + max(0, int(body.get("expires_in", 3600)) - 60)
-            return self._token
+                raise Failed("the LMS's token endpoint answered without an access token") from None
+            self._token, self._until = token, time.time() + max(0, int(body.get("expires_in", 3600)) - 60)
+            return token
 
     def _send(self, method, url, what, **kwargs):
         try:
             answer = self.session.request(method, url, timeout=self.timeout, **kwargs)
         except requests.Timeout:
-            raise Failed(f"{what} did not answer within {self.timeout:g} s")
+            raise Failed(f"{what} did not answer within {self.timeout:g} s") from None
         except requests.RequestException as exc:
-            raise Failed(f"{what} cannot be reached ({type(exc).__name__})")
+            raise Failed(f"{what} cannot be reached ({type(exc).__name__})") from exc
         if answer.status_code in (401, 403) and "token" in what:
             raise Failed(f"{what} refused the tool's credentials ({answer.status_code}: "
                          f"{answer.text[:120]})", answer.status_code)

@@ -10,8 +10,14 @@ LMS's tables, :mod:`.withdrawn` dropped learners; :mod:`.rows` the typed row it 
 """
 # CapReached and Caps live in caps.py (the decisions); importers find them here too
 from autograder.service.store.caps import CapReached, Caps  # noqa: F401
-from autograder.service.store.engine import (database_url, make_engine, owner_only,  # noqa: F401
-                                             process_name, storage_problem, url_text)
+from autograder.service.store.engine import (  # noqa: F401
+    database_url,
+    make_engine,
+    owner_only,
+    process_name,
+    storage_problem,
+    url_text,
+)
 from autograder.service.store.lessons import Lessons
 from autograder.service.store.listings import Listings
 from autograder.service.store.migrate import upgrade

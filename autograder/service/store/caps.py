@@ -2,7 +2,6 @@
 the counts the store read (:meth:`autograder.service.store.Store.admit`) and the
 queue's pace (the API's refusals). Nothing here reads a clock or a database."""
 from dataclasses import dataclass
-from typing import Optional
 
 from autograder import defaults
 
@@ -62,7 +61,7 @@ class Refusal:
     status: int
     code: str
     message: str
-    retry_after: Optional[int] = None
+    retry_after: int | None = None
 
 
 def waits_on_queue(cap):

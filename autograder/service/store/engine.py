@@ -9,7 +9,6 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import make_url
 
 
-
 def database_url(value):
     """The SQLAlchemy URL for ``GRADER_DB``: a path (SQLite) or a URL.
 

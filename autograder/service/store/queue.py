@@ -27,7 +27,8 @@ claimable rows and moves the first to ``running`` by an ``UPDATE ... WHERE`` it 
 still claimable (claims are milliseconds; serialising them is what makes the
 one-slot-per-learner rule exact). On SQLite every write transaction is
 ``BEGIN IMMEDIATE`` (one writer at a time), with a rollback journal and
-``synchronous=FULL``. Times are UNIX seconds from the machine's clock: machines sharing a database need synchronised clocks (NTP),
+``synchronous=FULL``. Times are UNIX seconds from the machine's clock: machines sharing a database need
+synchronised clocks (NTP),
 to well within the lease.
 
 Every statement goes through SQLAlchemy Core, so the same code runs on both

@@ -4,7 +4,6 @@ row is read (:meth:`Submission.of`)."""
 import json
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Optional
 
 from autograder import results
 
@@ -70,20 +69,20 @@ class Submission:
     status: Status
     submitted_at: float
     seq: int = 0
-    started_at: Optional[float] = None
-    finished_at: Optional[float] = None
+    started_at: float | None = None
+    finished_at: float | None = None
     attempts: int = 0
     graded: int = 0
-    result: Optional[results.GradingResult] = None
-    replaced_by: Optional[str] = None
+    result: results.GradingResult | None = None
+    replaced_by: str | None = None
     regrade: bool = False
-    regrade_of: Optional[dict] = None
-    version: Optional[str] = None
-    gradebook: Optional[str] = None
-    lease_owner: Optional[str] = None
-    lease_until: Optional[float] = None
-    queue_position: Optional[int] = None
-    notebook: Optional[bytes] = None
+    regrade_of: dict | None = None
+    version: str | None = None
+    gradebook: str | None = None
+    lease_owner: str | None = None
+    lease_until: float | None = None
+    queue_position: int | None = None
+    notebook: bytes | None = None
 
     @classmethod
     def of(cls, row, **more):

@@ -3,7 +3,6 @@ holds is said beside it. Their changes are Alembic migrations (``migrations/``),
 by ``alembic revision`` against this module and run at every start (:mod:`.migrate`)."""
 from sqlalchemy import Column, Float, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-
 # CapReached and Caps live in caps.py (the decisions); importers find them here too
 from autograder.service.store.caps import CapReached, Caps, learner_cap, queue_cap  # noqa: F401
 

@@ -29,7 +29,6 @@ from sqlalchemy import delete, select, update
 from autograder.service.store.schema import dropped, lesson_runs, lti_people, passback, submissions
 
 
-
 class Kind(StrEnum):
     """What a drop did (the ``kind`` column; see the module)."""
 
