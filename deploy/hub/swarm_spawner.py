@@ -139,10 +139,11 @@ class CourseSwarmSpawner(SwarmSpawner):
         return address, port
 
 
-def configure(c, state: Path, hub_port: str, grader_port: str, public: str) -> str:
-    """Set ``c`` (the hub's config) for servers on the swarm; returns the address the
-    hub's API and the grading service listen on (``HUB_SWARM_HUB_IP``). SystemExit when
-    it is unset (the nodes could reach neither)."""
+def configure(c, state: Path, grader_port: str) -> str:
+    """Set ``c`` (the hub's config; ``state``: its state folder, ``grader_port``: the
+    grading service's) for servers on the swarm; returns the address the hub's API and
+    the grading service listen on (``HUB_SWARM_HUB_IP``). SystemExit when it is unset
+    (the nodes could reach neither)."""
     hub_ip = setting("HUB_SWARM_HUB_IP")
     if not hub_ip:
         raise SystemExit("==> HUB_SPAWNER=swarm needs HUB_SWARM_HUB_IP: the address of this "
