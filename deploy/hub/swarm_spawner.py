@@ -32,10 +32,11 @@ import pwd
 from pathlib import Path
 
 from dockerspawner import SwarmSpawner
+from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from traitlets import Integer, Unicode
 
 HOME = "/home/learner"  # the image's learner home (deploy/image/Dockerfile)
-PORT = 8888  # where the server listens in its container
+PORT = DEFAULT_JUPYTER_SERVER_PORT  # where the server listens in its container
 # HUB_SWARM_* settings and their defaults (make hub's environment; deploy/README.md)
 DEFAULTS = {
     "HUB_SWARM_DOCKER_HOST": "unix:///var/run/docker.sock",  # a manager's engine
