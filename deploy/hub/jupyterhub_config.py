@@ -205,16 +205,16 @@ c.Spawner.environment = {
 c.Spawner.env_keep = ["LANG", "LC_ALL"]
 # HUB_SPAWNER=swarm: each server a container on a Docker Swarm (swarm_spawner.py), with
 # the same limits; the hub's API and the grading service then listen where nodes reach them.
-SWARM = env("HUB_SPAWNER", "local") == "swarm"
+if env("HUB_SPAWNER", "local") not in ("local", "swarm"):
+    sys.exit(f"==> HUB_SPAWNER={env('HUB_SPAWNER')}: say local or swarm")
+SWARM = env("HUB_SPAWNER") == "swarm"
 if SWARM:
     from deploy.hub import swarm_spawner
-    GRADER_HOST = swarm_spawner.configure(c, STATE, setting("HUB_API_PORT"),
-                                          setting("GRADER_PORT"), PUBLIC)
+    GRADER_HOST = swarm_spawner.configure(c, STATE, setting("GRADER_PORT"))
     os.environ["COURSE_PROXY_WHOAMI"] = f"http://{GRADER_HOST}:{setting('HUB_API_PORT')}/hub/api/user"
     c.Spawner.mem_limit = f"{int(setting('HUB_MEMORY_MIB'))}M"
     c.Spawner.cpu_limit = float(setting("HUB_CPUS")) or None
     c.CourseSwarmSpawner.pids = int(setting("HUB_PROCESSES"))
-    c.Spawner.args = [f"--ServerApp.allow_origin={PUBLIC}"]
 elif os.geteuid() == 0:
     # Each server in a network namespace of its own (course_spawner, learner_net): it
     # listens on a UNIX socket, and reaches the hub and the grader through two more, in

@@ -32,10 +32,11 @@ import pwd
 from pathlib import Path
 
 from dockerspawner import SwarmSpawner
+from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from traitlets import Integer, Unicode
 
 HOME = "/home/learner"  # the image's learner home (deploy/image/Dockerfile)
-PORT = 8888  # where the server listens in its container
+PORT = DEFAULT_JUPYTER_SERVER_PORT  # where the server listens in its container
 # HUB_SWARM_* settings and their defaults (make hub's environment; deploy/README.md)
 DEFAULTS = {
     "HUB_SWARM_DOCKER_HOST": "unix:///var/run/docker.sock",  # a manager's engine
@@ -139,10 +140,11 @@ class CourseSwarmSpawner(SwarmSpawner):
         return address, port
 
 
-def configure(c, state: Path, hub_port: str, grader_port: str, public: str) -> str:
-    """Set ``c`` (the hub's config) for servers on the swarm; returns the address the
-    hub's API and the grading service listen on (``HUB_SWARM_HUB_IP``). SystemExit when
-    it is unset (the nodes could reach neither)."""
+def configure(c, state: Path, grader_port: str) -> str:
+    """Set ``c`` (the hub's config; ``state``: its state folder, ``grader_port``: the
+    grading service's) for servers on the swarm; returns the address the hub's API and
+    the grading service listen on (``HUB_SWARM_HUB_IP``). SystemExit when it is unset
+    (the nodes could reach neither)."""
     hub_ip = setting("HUB_SWARM_HUB_IP")
     if not hub_ip:
         raise SystemExit("==> HUB_SPAWNER=swarm needs HUB_SWARM_HUB_IP: the address of this "

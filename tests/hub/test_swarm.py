@@ -212,6 +212,34 @@ def test_her_server_reaches_the_hub_and_the_grader_and_nothing_else(swarm_hub, c
     assert json.loads(said[0]) == wanted, said
 
 
+# Run in a learner's kernel: her saved exercise sent as the submit cell sends it (the
+# module in her home, GRADER_URL and her server's token), followed until it is graded.
+SUBMIT = """
+import json, time
+from autograder import learner_submit as ls, defaults
+url = defaults.setting("GRADER_URL").rstrip("/")
+nb = ls.read_saved("/home/learner/update_with_donate/update_with_donate.ipynb")
+sent = ls.send(url, json.dumps({"exercise": "update_with_donate", "notebook": nb}).encode(),
+               ls.auth_headers())
+sub = ls.follow(url, sent["id"], ls.auth_headers(), time.monotonic() + 300)
+print(json.dumps({"learner": sub["learner"], "status": sub["status"]}))
+"""
+
+
+def test_learners_on_both_nodes_submit_from_their_kernels(swarm_hub, cluster, class_of_30,
+                                                          class_up):
+    """A learner on each node runs the submit cell's module in her kernel: the grading
+    service receives it from her server, as her (the hub's token), and grades it."""
+    made, _ = cluster
+    placed = tasks_by_node(made)
+    for node in "ab":
+        account = next(a for a in class_of_30 if placed.get(a.name) == node)
+        learner = Signed(swarm_hub, account)
+        said = kernel_cells(swarm_hub, learner, start_server(learner), [SUBMIT])
+        assert json.loads(said[0].splitlines()[-1]) == {"learner": learner.name,
+                                                        "status": "done"}, said
+
+
 def hub_server(learner) -> dict | None:
     """The hub's model of ``learner``'s (a Signed) default server, or None."""
     api = learner.hub.url(f"/hub/api/users/{learner.name}")
