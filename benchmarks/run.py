@@ -184,7 +184,8 @@ def main():
     parser.add_argument("--nbgrader-size", type=int, default=10)
     parser.add_argument("--skip-site", action="store_true")
     args = parser.parse_args()
-    print(f"# benchmarks/run.py on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print(f"# benchmarks/run.py on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M %Z')}, "
+          f"load average {os.getloadavg()[0]:.1f}")
     floor = cold_floor()
     print(f"cold floor (fresh Python, import JAX, compile one add): {floor:.2f} s")
     with tempfile.TemporaryDirectory() as name:
@@ -219,6 +220,7 @@ def main():
                 one = one_submission(course, tmp, cache=folder)
                 print(f"one submission ({label}), command start to results.json: {one:.2f} s = "
                       f"{one / floor:.2f} x cold floor  [target <= 1.0]")
+        print(f"load average at the end: {os.getloadavg()[0]:.1f}")
         if not args.skip_site:
             builds = site_builds(tmp)
             clean = builds["clean"][0]
