@@ -208,20 +208,25 @@ def test_a_kernel_killed_at_her_memory_limit_says_why_after_its_restart(limited)
     shows the kernel died and restarted; the next cell she runs says her server reached its
     memory limit, and of how much; the hub's log names her."""
     hub, eve, server = limited
-    auth = {"Authorization": f"token {eve.token}"}
-    url, headers = through_proxy(hub, server, "api/kernels")
-    made = requests.post("http://" + url, headers={**headers, **auth}, json={"name": "python3"},
-                         timeout=120)
-    assert made.ok, made.text
-    url, headers = through_proxy(hub, server, f"api/kernels/{made.json()['id']}/channels")
-    said = asyncio.run(_cells("ws://" + url, {**headers, **auth},
-                              ["b = b'x' * (400 * 2**20)", "print('after', 6 * 7)"]))
+    said = kernel_cells(hub, eve, server, ["b = b'x' * (400 * 2**20)", "print('after', 6 * 7)"])
     assert "restarting" in said[0], said
     assert "reached its memory limit of 256 MiB" in said[1] and "after 42" in said[1], said
     deadline = time.monotonic() + 90  # said at the hub's next poll of her server
     while f"{eve.name}'s server reached its memory limit (256 MiB)" not in hub.log_path.read_text():
         assert time.monotonic() < deadline, hub.log()
         time.sleep(2)
+
+
+def kernel_cells(hub, learner, server, cells):
+    """Run ``cells`` in a new kernel of ``learner``'s ``server``, through the hub's proxy
+    with her token: what each said (:func:`_cells`)."""
+    auth = {"Authorization": f"token {learner.token}"}
+    url, headers = through_proxy(hub, server, "api/kernels")
+    made = requests.post("http://" + url, headers={**headers, **auth}, json={"name": "python3"},
+                         timeout=120)
+    assert made.ok, made.text
+    url, headers = through_proxy(hub, server, f"api/kernels/{made.json()['id']}/channels")
+    return asyncio.run(_cells("ws://" + url, {**headers, **auth}, cells))
 
 
 async def _cells(url, headers, cells):

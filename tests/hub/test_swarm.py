@@ -8,7 +8,6 @@ own memory, CPU and process limits and its home on storage both nodes share.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +21,7 @@ from tests.hub import swarm_cluster
 from tests.hub.running import WAIT_S, Signed, free_privileged_port, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_learner_network import through_proxy
-from tests.hub.test_limits import _cells
+from tests.hub.test_limits import kernel_cells
 
 MEMORY_MIB = 384  # each server's limit here: JupyterLab and a small kernel fit
 
@@ -128,18 +127,6 @@ def oom_kills(made, node, container) -> int:
     parent = made.nodes[node].cgroup_parent()
     text = Path(f"/sys/fs/cgroup/memory/{parent}/{container}/memory.oom_control").read_text()
     return int(next(line.split()[1] for line in text.splitlines() if line.startswith("oom_kill ")))
-
-
-def kernel_cells(hub, learner, server, cells):
-    """Run ``cells`` in a new kernel of ``learner``'s server (tests/hub/test_limits.py's
-    ``_cells``): what each said."""
-    auth = {"Authorization": f"token {learner.token}"}
-    url, headers = through_proxy(hub, server, "api/kernels")
-    made = requests.post("http://" + url, headers={**headers, **auth}, json={"name": "python3"},
-                         timeout=120)
-    assert made.ok, made.text
-    url, headers = through_proxy(hub, server, f"api/kernels/{made.json()['id']}/channels")
-    return asyncio.run(_cells("ws://" + url, {**headers, **auth}, cells))
 
 
 def test_a_kernel_past_her_memory_is_killed_alone(swarm_hub, cluster, class_of_30, class_up):
