@@ -14,7 +14,7 @@ import pytest
 from autograder import exercises, learner_submit
 from autograder.service.api.app import POINTS_CHECK_S
 from tests.course import REPO, nbgrader_env
-from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, with_answer
+from tests.grading.helpers import ASSIGNMENT, SAMPLES, checkout, released_notebook, with_answer
 from tests.service.running import Service, http
 from tests.service.test_new_exercise import _release
 
@@ -251,7 +251,6 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
                                                                         request):
     import sqlite3
 
-    from tests.service.submissions import notebook_with
     db = request.getfixturevalue("pg_url")() if engine == "postgresql" else None
     service = new_service(jobs=1, db=db).start()
     args = ["--db", str(service.db), "--course", str(service.course)]
@@ -264,7 +263,11 @@ def test_a_backup_during_submissions_restores_every_grade_and_deadline(engine, n
     for what in (["due", ASSIGNMENT, "2030-01-01 00:00"], ["extend", ASSIGNMENT, "ada", "48"]):
         assert _command(REPO, "autograder.service.commands.deadlines", *args, *what).returncode == 0
     learners = [f"l{i}" for i in range(6)] + ["ada"]
-    ids = {who: service.submit(who, notebook_with(course_template, "reference")) for who in learners}
+    # each answer takes two seconds more (one grading at a time: about 14 s), so the backup
+    # is surely taken while the burst is queued or grading, however fast the grader gets
+    slow = with_answer(released_notebook(course_template),
+                       (SAMPLES / "reference.py").read_text() + "\nimport time\ntime.sleep(2)\n")
+    ids = {who: service.submit(who, slow) for who in learners}
     backup = tmp_path / "backup"
     saved = _command(REPO, "autograder.service.commands.backup", *args, "save", str(backup),
                      env={"HUB_STATE": str(hub)})
