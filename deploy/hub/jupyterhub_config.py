@@ -90,7 +90,10 @@ c.ConfigurableHTTPProxy.command = proxy.command()  # configurable-http-proxy, ke
 os.environ.update(HUB_MAX_HELD_PER_LEARNER=str(int(setting("HUB_MAX_HELD_PER_LEARNER"))),
                   HUB_MAX_HELD_ANONYMOUS=str(int(setting("HUB_MAX_HELD_ANONYMOUS"))),
                   COURSE_PROXY_WHOAMI=f"http://127.0.0.1:{setting('HUB_API_PORT')}/hub/api/user",
-                  COURSE_PROXY_COOKIE_PREFIX="__Host-" if REAL_DOMAIN else "")
+                  COURSE_PROXY_COOKIE_PREFIX="__Host-" if REAL_DOMAIN else "",
+                  # the proxy closes a pooled idle connection before the grading service
+                  # would (proxy_keepalive.mjs says why)
+                  COURSE_PROXY_IDLE_MS=str(int(float(setting("GRADER_HEADER_TIMEOUT")) * 500)))
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{setting('PROXY_API_PORT')}"
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 c.JupyterHub.proxy_class = proxy.CourseProxy  # signals a leftover proxy only if it is ours

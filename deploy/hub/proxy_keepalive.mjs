@@ -20,8 +20,18 @@ import ConfigurableProxy from "configurable-http-proxy/lib/configproxy.js";
 
 const proxyOptsForTarget = ConfigurableProxy.prototype.proxyOptsForTarget;
 
+// The proxy's keep-alive agent keeps an idle connection for ever; the grading service
+// closes one idle for GRADER_HEADER_TIMEOUT. A request the proxy sends on a pooled
+// connection just as the service closes it fails ("socket hang up") and the proxy answers
+// its own 503. So the proxy closes its idle pooled connections first: after
+// COURSE_PROXY_IDLE_MS (jupyterhub_config.py sets it below the service's timeout). Node's
+// agent applies `options.timeout` to a socket each time it returns to the pool, and
+// destroys a pooled socket whose timeout fires; a request in flight is not cut by it.
+const IDLE_MS = Number(process.env.COURSE_PROXY_IDLE_MS) || 0;
+
 ConfigurableProxy.prototype.proxyOptsForTarget = function (target) {
   const options = proxyOptsForTarget.call(this, target);
+  if (IDLE_MS && !this.httpAgent.options.timeout) this.httpAgent.options.timeout = IDLE_MS;
   if (options.target.socketPath) options.agent = this.httpAgent;
   return options;
 };

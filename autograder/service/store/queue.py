@@ -173,21 +173,17 @@ class Queue:
 
     def renew(self, sub_id, owner, lease):
         """Extend ``owner``'s lease on ``sub_id``; False if it no longer holds it."""
-        s = submissions.c
         now = time.time()
         with self.engine.begin() as conn:
-            return conn.execute(update(submissions).where(
-                s.id == sub_id, s.status == Status.RUNNING, s.lease_owner == owner,
-                s.lease_until >= now).values(lease_until=now + lease)).rowcount == 1
+            return conn.execute(update(submissions).where(_held_by(sub_id, owner, now)).values(
+                lease_until=now + lease)).rowcount == 1
 
     def finish(self, sub_id, owner, result):
         """Record the result; False (discarded) unless ``owner`` holds an unexpired lease."""
         s = submissions.c
         now = time.time()
         with self.engine.begin() as conn:
-            return conn.execute(update(submissions).where(
-                s.id == sub_id, s.status == Status.RUNNING, s.lease_owner == owner,
-                s.lease_until >= now).values(
+            return conn.execute(update(submissions).where(_held_by(sub_id, owner, now)).values(
                 status=Status.DONE, result=json.dumps(result), finished_at=now,
                 graded=s.graded + 1, lease_until=None,
                 version=result.get("version") or None)).rowcount == 1
@@ -195,10 +191,8 @@ class Queue:
     def give_back(self, sub_id, owner):
         """Put ``sub_id`` back in the queue, its result discarded, if ``owner`` still holds
         its lease (a grading made by hidden tests the gradebook cannot hold); True if so."""
-        s = submissions.c
         with self.engine.begin() as conn:
-            return conn.execute(update(submissions).where(
-                s.id == sub_id, s.status == Status.RUNNING, s.lease_owner == owner).values(
+            return conn.execute(update(submissions).where(_held_by(sub_id, owner)).values(
                 status=Status.QUEUED, lease_owner=None, lease_until=None)).rowcount == 1
 
     def release_dead(self, host, alive):
@@ -267,6 +261,16 @@ class Queue:
                     **{k: row[k] for k in ("learner", "exercise", "notebook", "submitted_at")}))
                 made.append(new)
         return made
+
+
+def _held_by(sub_id, owner, now=None):
+    """The condition that ``owner`` holds the lease on ``sub_id``: the row is running under
+    its name, and (``now`` given, in seconds since the epoch) the lease has not run out. A
+    worker whose lease ran out and was taken over matches nothing, so its renewal, result
+    or give-back changes nothing: two workers that both think they hold a row are safe."""
+    s = submissions.c
+    held = and_(s.id == sub_id, s.status == Status.RUNNING, s.lease_owner == owner)
+    return held if now is None else and_(held, s.lease_until >= now)
 
 
 def _own(learner):
