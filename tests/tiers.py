@@ -61,7 +61,6 @@ NODES = {
     "tests/grading/test_parallel.py": {"grader"},
     # runs every sample's self-check, in a process of its own per exercise
     "tests/grading/test_self_checks.py::test_validate_passes": {"grader"},
-    "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},
     "tests/grading/test_samples.py::test_rerun_grades_nothing_unchanged": {"grader"},
     "tests/grading/test_exercises.py::test_plain_python_reference": {"grader"},
     "tests/grading/test_exercises.py::test_nbgrader_autograde": {"nbgrader"},
