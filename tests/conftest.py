@@ -72,6 +72,25 @@ def pytest_xdist_make_scheduler(config, log):
     return GroupScheduling(config, log)
 
 
+_STEPS = []  # make test's controller: (worker, nodeid, start, stop) of every step run
+
+
+def pytest_runtest_logreport(report):
+    """Under pytest-xdist's controller, note which worker ran each step, and when."""
+    node = getattr(report, "node", None)
+    if node is not None:
+        _STEPS.append((node.gateway.id, report.nodeid, report.start, report.stop))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After ``make test``'s slowest steps: each worker's busy time and the groups that
+    finished last and took longest (:func:`tiers.schedule`), to see what bounds the run."""
+    if _STEPS:
+        terminalreporter.write_sep("=", "workers and groups")
+        for line in tiers.schedule(_STEPS):
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory):
     """``exercises/source`` after ``nbgrader generate_assignment`` of every exercise, in a

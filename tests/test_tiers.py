@@ -104,3 +104,19 @@ def test_the_own_hubs_group_starts_no_shared_hub(module):
                 "fixture" in ast.unparse(d) for d in node.decorator_list)):
             asked = {a.arg for a in node.args.args} & {"hub", "sign_in"}
             assert not asked, f"{path.name}: {node.name} asks for {asked}"
+
+
+def test_the_schedule_names_the_group_that_ends_the_run():
+    """make test's summary: each worker's busy time, and the group that finished last
+    with its span, from the steps' workers and times."""
+    hub, book = "tests/hub/test_identity.py::test_a", "tests/book/test_serve.py::test_b"
+    steps = [("gw0", hub, 100.0, 160.0), ("gw0", hub + "2", 160.0, 400.0),
+             ("gw1", book, 100.0, 150.0), ("gw1", "tests/test_docs.py::test_c", 150.0, 170.0),
+             ("gw1", "tests/test_docs.py::test_d", 180.0, 200.0)]
+    lines = tiers.schedule(steps, top=2)
+    assert lines[:2] == ["gw0: busy 300 s of 300 s, done at 300 s",
+                         "gw1: busy 90 s of 300 s, done at 100 s"]
+    assert lines[2:4] == ["groups that finished last:", "  course-hub on gw0: 0-300 s, busy 300 s"]
+    assert lines[-2:] == ["  course-hub on gw0: 0-300 s, busy 300 s",
+                          "  course-site on gw1: 0-50 s, busy 50 s"]
+    assert tiers.schedule([]) == []

@@ -61,7 +61,6 @@ NODES = {
     "tests/grading/test_parallel.py": {"grader"},
     # runs every sample's self-check, in a process of its own per exercise
     "tests/grading/test_self_checks.py::test_validate_passes": {"grader"},
-    "tests/grading/test_samples.py::test_plain_python_files_are_graded": {"grader"},
     "tests/grading/test_samples.py::test_rerun_grades_nothing_unchanged": {"grader"},
     "tests/grading/test_exercises.py::test_plain_python_reference": {"grader"},
     "tests/grading/test_exercises.py::test_nbgrader_autograde": {"nbgrader"},
@@ -217,3 +216,35 @@ def start_order(nodeids) -> list[str]:
         return 1 if group.startswith(ALONE) or group in SHARED.values() else 2
 
     return sorted(counts, key=lambda g: (rank(g), -counts[g]))
+
+
+def schedule(steps, top=5) -> list[str]:
+    """What ``make test``'s workers did, from ``steps``: ``[(worker, nodeid, start, stop)]``
+    (each test's setup, call and teardown; epoch seconds). Lines saying, per worker, its
+    busy seconds and when it finished, and the :func:`group_of` groups that finished last
+    and the ``top`` longest (on which worker, from and to, busy seconds; counted from the
+    first step's start). The run ends with its last group: where one group's span is most
+    of the run, that group is what to shorten or split."""
+    if not steps:
+        return []
+    t0 = min(start for _, _, start, _ in steps)
+    end = max(stop for _, _, _, stop in steps)
+    workers, groups = {}, {}
+    for worker, nodeid, start, stop in steps:
+        busy, first, last = workers.get(worker, (0.0, start, stop))
+        workers[worker] = (busy + stop - start, min(first, start), max(last, stop))
+        key = (group_of(nodeid), worker)
+        busy, first, last = groups.get(key, (0.0, start, stop))
+        groups[key] = (busy + stop - start, min(first, start), max(last, stop))
+    lines = [f"{w}: busy {busy:.0f} s of {end - t0:.0f} s, done at {last - t0:.0f} s"
+             for w, (busy, _, last) in sorted(workers.items())]
+
+    def say(key):
+        (group, worker), (busy, first, last) = key, groups[key]
+        return f"  {group} on {worker}: {first - t0:.0f}-{last - t0:.0f} s, busy {busy:.0f} s"
+
+    lines.append("groups that finished last:")
+    lines += [say(k) for k in sorted(groups, key=lambda k: -groups[k][2])[:top]]
+    lines.append("longest groups:")
+    lines += [say(k) for k in sorted(groups, key=lambda k: -groups[k][0])[:top]]
+    return lines

@@ -31,30 +31,63 @@ def test_the_stub_is_said_to_be_unattempted_once(released_course, tmp_path):
     assert {t["output"] for t in result["tests"]} == {NOT_RUN}
 
 
-def test_a_syntax_error_is_said_before_what_it_left_undefined(tmp_path):
-    proc = grader_cli(SAMPLES / "syntax_error.py", "--out", tmp_path)
+@pytest.fixture(scope="module")
+def plain_graded(tmp_path_factory):
+    """``(out, CompletedProcess)``: one run of the command over three plain ``.py``
+    answers (reference, no_donation, syntax_error), as an instructor grades a folder."""
+    out = tmp_path_factory.mktemp("plain") / "out"
+    proc = grader_cli(*(SAMPLES / f"{n}.py" for n in ("reference", "no_donation", "syntax_error")),
+                      "--out", out)
+    return out, proc
+
+
+def test_a_syntax_error_is_said_before_what_it_left_undefined(plain_graded):
+    out, proc = plain_graded
     assert proc.returncode == 0, proc.stderr
-    output = results(tmp_path, "syntax_error")["output"]
+    output = results(out, "syntax_error")["output"]
     assert "has a syntax error at line 6" in output.split(";")[0], output
     assert output.endswith("`update_with_donate` is not defined"), output
 
 
-def test_a_graded_result_says_how_many_checks_passed(tmp_path):
-    proc = grader_cli(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", tmp_path)
+def test_a_graded_result_says_how_many_checks_passed(plain_graded):
+    out, proc = plain_graded
     assert proc.returncode == 0, proc.stderr
-    assert results(tmp_path, "reference")["output"] == "All 8 checks passed."
-    assert results(tmp_path, "no_donation")["output"] == "5 of 8 checks passed."
-    assert "Graded." not in json.dumps([results(tmp_path, n) for n in ("reference", "no_donation")])
+    assert (results(out, "reference")["score"], results(out, "no_donation")["score"]) == (10, 6)
+    assert results(out, "reference")["output"] == "All 8 checks passed."
+    assert results(out, "no_donation")["output"] == "5 of 8 checks passed."
+    assert "Graded." not in json.dumps([results(out, n) for n in ("reference", "no_donation")])
 
 
-@pytest.mark.parametrize("other", ["donation_report", "fix_training_loop"])
-def test_a_notebook_for_another_exercise_is_named(released_course, tmp_path, other):
+OTHERS = ["donation_report", "fix_training_loop"]
+
+
+def _other_course():
+    """nbgrader's own test notebooks: nbgrader cells, none of this course's."""
+    import nbgrader.tests.apps.files as files
+    folder = Path(files.__file__).parent
+    names = ["autotest-simple-unchanged", "autotest-multi-unchanged", "submitted-unchanged"]
+    return [folder / f"{n}.ipynb" for n in names if (folder / f"{n}.ipynb").exists()]
+
+
+@pytest.fixture(scope="module")
+def wrong_exercise(released_course, tmp_path_factory):
+    """``(out, CompletedProcess)``: one run with ``--exercise update_with_donate`` (as the
+    service's form for it grades) over the released notebooks of :data:`OTHERS` and
+    :func:`_other_course`'s."""
+    root = tmp_path_factory.mktemp("wrong-exercise")
+    for other in OTHERS:
+        (root / f"{other}.ipynb").write_text(json.dumps(released_notebook(released_course, other)))
+    proc = grader_cli(*(root / f"{o}.ipynb" for o in OTHERS), *_other_course(),
+                      "--exercise", "update_with_donate", "--out", root / "out")
+    return root / "out", proc
+
+
+@pytest.mark.parametrize("other", OTHERS)
+def test_a_notebook_for_another_exercise_is_named(wrong_exercise, other):
     """Uploaded to update_with_donate's form (here: --exercise), it is not called a stub."""
-    path = tmp_path / f"{other}.ipynb"
-    path.write_text(json.dumps(released_notebook(released_course, other)))
-    proc = grader_cli(path, "--exercise", "update_with_donate", "--out", tmp_path / "out")
+    out, proc = wrong_exercise
     assert proc.returncode == 0, proc.stderr
-    result = results(tmp_path / "out", other)
+    result = results(out, other)
     assert result["extra_data"]["status"] == "wrong exercise"
     assert result["score"] == 0
     assert f"the notebook of the exercise {other}, handed in for update_with_donate" in result["output"]
@@ -87,17 +120,14 @@ def test_the_documentation_states_the_size_limits_the_loader_holds():
     assert f"then up to {MAX_SOURCE_BYTES // 2**20} MiB of code is graded" in text
 
 
-def test_a_notebook_of_another_course_is_not_called_a_stub(tmp_path):
+def test_a_notebook_of_another_course_is_not_called_a_stub(wrong_exercise):
     """nbgrader's own test notebooks have nbgrader cells, none of this course's."""
-    import nbgrader.tests.apps.files as files
-    folder = Path(files.__file__).parent
-    names = ["autotest-simple-unchanged", "autotest-multi-unchanged", "submitted-unchanged"]
-    paths = [folder / f"{n}.ipynb" for n in names if (folder / f"{n}.ipynb").exists()]
+    out, proc = wrong_exercise
+    paths = _other_course()
     assert len(paths) >= 2
-    proc = grader_cli(*paths, "--exercise", "update_with_donate", "--out", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     for path in paths:
-        result = results(tmp_path / "out", path.stem)
+        result = results(out, path.stem)
         assert result["extra_data"]["status"] == "wrong exercise", result["output"]
         assert "not the update_with_donate exercise's" in result["output"]
         assert "not attempted" not in " ".join(_texts(result))

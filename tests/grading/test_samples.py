@@ -20,7 +20,7 @@ from nbgrader.api import Gradebook
 from autograder import exercises
 from autograder.judge import hidden_tests
 from tests.course import copy_course, grader_cli, nbgrader
-from tests.grading.helpers import ASSIGNMENT, EXPECTED, SAMPLES, one_per_check, submitted_tree
+from tests.grading.helpers import ASSIGNMENT, EXPECTED, one_per_check, submitted_tree
 
 
 @pytest.fixture
@@ -98,14 +98,6 @@ def test_rerun_grades_nothing_unchanged(released_course, tmp_path):
     assert proc.stdout.count("unchanged, kept") == len(names)
     assert before == mtimes()
     assert [results(out, n, ASSIGNMENT)["score"] for n in names] == [10, 6]
-
-
-def test_plain_python_files_are_graded(tmp_path):
-    out = tmp_path / "out"
-    proc = grader_cli(SAMPLES / "reference.py", SAMPLES / "no_donation.py", "--out", out)
-    assert proc.returncode == 0, proc.stderr
-    assert results(out, "reference")["score"] == 10
-    assert results(out, "no_donation")["score"] == 6
 
 
 def test_nbgrader_autograde_agrees_on_every_total(autograded):

@@ -22,10 +22,19 @@ TESTS = f"autograder/exercises/{ASSIGNMENT}/hidden/tests.py"
 VALUES = '@graded(2, "values: the result equals state + delta")'
 
 
-def _course(tmp_path):
-    """A checkout with update_with_donate released, and its service (started)."""
-    root = checkout(tmp_path / "checkout")
+@pytest.fixture(scope="module")
+def released_checkout(tmp_path_factory):
+    """A checkout with update_with_donate released (``make release``'s command), made once
+    for the module: each test changes a copy of its own (:func:`_course`)."""
+    root = checkout(tmp_path_factory.mktemp("released") / "checkout")
     _release(root, ASSIGNMENT)
+    return root
+
+
+def _course(released_checkout, tmp_path):
+    """A copy of ``released_checkout`` (its ``.venv`` link kept), and its service (started)."""
+    root = tmp_path / "checkout"
+    shutil.copytree(released_checkout, root, symlinks=True)
     service = Service(tmp_path, root / "exercises", cwd=root).start()
     release = json.loads((root / "exercises" / "release" / ASSIGNMENT /
                           f"{ASSIGNMENT}.ipynb").read_text())
@@ -51,8 +60,8 @@ def _command(root, *args, env=None):
                           capture_output=True, text=True, timeout=600)
 
 
-def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(tmp_path):
-    root, service, answer = _course(tmp_path)
+def test_hidden_tests_changed_on_disk_grade_new_submissions_and_the_regrade(released_checkout, tmp_path):
+    root, service, answer = _course(released_checkout, tmp_path)
     try:
         first = service.submit("ada", answer)
         assert service.wait_done([first])[first]["result"]["score"] == 10
@@ -127,12 +136,12 @@ def _csv_scores(service):
 
 
 def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook(
-        tmp_path, monkeypatch, capsys):
+        released_checkout, tmp_path, monkeypatch, capsys):
     """A check added before anyone submitted: submissions wait, said on /api/health, until
     make release succeeds; then each is graded with it and the gradebook holds that grade.
     Another check added once learners submitted: make release refuses it, submissions
     wait until the change is undone, and every view agrees on the grade made then."""
-    root, service, answer = _course(tmp_path)
+    root, service, answer = _course(released_checkout, tmp_path)
     tests = root / TESTS
     try:
         assert _held(_health(service, lambda a: True)) == []
@@ -175,8 +184,8 @@ def test_a_check_added_to_the_hidden_tests_grades_nothing_ahead_of_the_gradebook
         service.stop()
 
 
-def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(tmp_path):
-    root, service, answer = _course(tmp_path)
+def test_a_release_nbgrader_cannot_apply_is_refused_before_anything_is_touched(released_checkout, tmp_path):
+    root, service, answer = _course(released_checkout, tmp_path)
     course = root / "exercises"
     released = course / "release" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     try:
@@ -217,8 +226,8 @@ def _standing(service, learner):
     return http("GET", f"{service.url}/api/standing?exercise={ASSIGNMENT}&learner={learner}")[2]
 
 
-def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(tmp_path):
-    root, service, answer = _course(tmp_path)
+def test_an_edited_late_policy_applies_to_every_view_or_is_flagged(released_checkout, tmp_path):
+    root, service, answer = _course(released_checkout, tmp_path)
     try:
         due = _command(root, "autograder.service.commands.deadlines", "--db", str(service.db),
                        "--course", str(service.course), "due", ASSIGNMENT, "2020-01-01 00:00")
