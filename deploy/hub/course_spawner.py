@@ -9,9 +9,11 @@ these additions, all only when the hub runs as root:
   cannot go: the venv's interpreter links into root's home (mode 0700), and
   the repository holds the hidden tests, the grading database and the hub's
   state. In the learner's namespace empty tmpfs mounts cover root's home, the
-  repository, ``/tmp``, ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` (their own),
-  System V IPC is the server's own (an IPC namespace), and only the interpreter
-  (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
+  repository, every other top-level folder that is not the system's own (another
+  checkout), ``/run`` and ``/var`` (the machine's servers' sockets), ``/tmp``,
+  ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` (their own), System V IPC is the
+  server's own (an IPC namespace), and only the interpreter (``sys.base_prefix``), the
+  venv (``sys.prefix``), her home and the hub's socket folder are bound back, at the
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
@@ -65,6 +67,7 @@ from traitlets import Float, Integer, Unicode
 
 from autograder.defaults import CHECKOUT as REPO
 from autograder.sandbox import cgroups, mounts
+from autograder.sandbox.confine import SYSTEM
 from autograder.sandbox.uids import end_uid
 from deploy.hub import learner_disk, learner_net
 
@@ -93,6 +96,8 @@ def course_lib(spawner):
     """``$PYTHONPATH`` of a learner's server: the copy of the submit module in their home."""
     return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
 
+# The name service's servers (for users from LDAP, say), which every user may ask.
+NAME_SERVICE = ("/run/nscd", "/var/lib/sss/pipes")
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -101,20 +106,36 @@ def covers():
     """Folders hidden from learners' servers, with their tmpfs options: the machine's
     shared scratch, /tmp, /dev/shm, /var/tmp and /run/lock (/var/lock links there: each
     server's own, gone with it, so nothing passes between learners or outlives a server),
-    root's home and the repository (empty, holding only what is bound back)."""
-    return {"/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
+    root's home, the repository and every other top-level folder that is not the
+    system's own (``confine.SYSTEM``: ``/home``, ``/srv``, ``/opt``, ...), as for a
+    graded submission, so that no other checkout or copy of the course is readable by
+    its modes alone (empty, holding only what is bound back)."""
+    tops = sorted(e.path for e in os.scandir("/")
+                  if e.name not in SYSTEM and e.is_dir(follow_symlinks=False))
+    # /run and /var first (the scratch folders below them are made on their covers): the
+    # machine's servers keep their UNIX sockets there (a database's, the system bus,
+    # another hub's pipes), which a network namespace does not cut off
+    return {"/run": mounts.SMALL, "/var": mounts.SMALL,
+            "/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
             "/var/tmp": "size=512m,mode=1777", "/run/lock": "size=8m,mode=1777",
+            "/var/lock": "size=8m,mode=1777", **{top: mounts.SMALL for top in tops},
             os.path.expanduser("~root"): mounts.SMALL, str(REPO): mounts.SMALL}
 
 
-def kept():
-    """What is bound back under :func:`covers`: the interpreter's prefix and the venv."""
-    return mounts.under(mounts.interpreter_paths(), covers())
+def kept(home, socket_root):
+    """What is bound back under :func:`covers`: the interpreter's prefix, the venv, the
+    learner's ``home``, the hub's ``socket_root`` (her server's socket, ``hub.sock`` and
+    ``grader.sock``; str paths) and the name service's sockets where the machine has them
+    (nscd's, sssd's: who a uid is)."""
+    own = [(p, os.path.realpath(p)) for p in (home, socket_root, *NAME_SERVICE)
+           if p in (home, socket_root) or os.path.isdir(p)]
+    return mounts.under(mounts.interpreter_paths() + own, covers())
 
 
-def confine():
-    """In the learner's forked child, as root: the private mount namespace above, and a
-    network namespace holding only its own loopback (:mod:`learner_net`).
+def confine(home, socket_root):
+    """In the learner's forked child, as root: the private mount namespace above (``home``
+    and ``socket_root`` kept), and a network namespace holding only its own loopback
+    (:mod:`learner_net`).
 
     Raises OSError when namespaces are not available (the server does not start,
     rather than start with the repository in view or its ports on the machine's)."""
@@ -124,7 +145,7 @@ def confine():
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET)")
     learner_net.loopback_up()
     mounts.make_root_private(lib)
-    mounts.cover(lib, covers(), kept())
+    mounts.cover(lib, covers(), kept(home, socket_root))
 
 
 def no_new_privileges():
@@ -169,11 +190,12 @@ class CourseSpawner(LocalProcessSpawner):
             return drop
 
         group = self._cgroup
+        home, root = pwd.getpwnam(name).pw_dir, str(self.made_socket_root())
 
         def preexec():
             if group is not None:
                 group.join()  # before anything else: all it starts is in there
-            confine()
+            confine(home, root)
             drop()
             no_new_privileges()
 
