@@ -38,7 +38,8 @@ these additions, all only when the hub runs as root:
   killed by the kernel (a kernel restarts, and its next cell says why: the startup file
   ``learner_home.py`` lays), and the hub's log says so at its next poll. Her home is a
   file system of ``HUB_HOME_MIB`` of its own, mounted when her server first starts; the
-  folder of her server's socket a 1 MiB tmpfs.
+  folder of her server's socket a 1 MiB tmpfs. What the server and all it starts print
+  goes to a file in her home (:func:`own_output`), not into the hub's log.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
@@ -82,6 +83,7 @@ DEFAULTS = REPO / "autograder" / "defaults.py"
 # What learner_home.py runs with, beside lessons/ and release/ in the staging copy.
 STAGED = (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT, DEFAULTS)
 COURSE_LIB = ".course-lib"
+SERVER_LOG = ".course-server.log"  # in her home: what her server and its processes print
 HUB_CGROUP = "course-hub"  # every server's cgroup is below <cgroup v2 root>/course-hub/
 
 
@@ -148,6 +150,27 @@ def confine(home, socket_root):
     mounts.cover(lib, covers(), kept(home, socket_root))
 
 
+def own_output(home):
+    """Send this process's output (descriptors 1 and 2, which a server and all it starts
+    inherit) to ``<home>/.course-server.log``, made afresh, or to ``/dev/null`` where it
+    cannot be made. Called as the learner (her uid), so the file counts against her home's
+    size and nothing she placed at that name is followed: the hub's log, on the disk of
+    the hub's state, holds nothing she prints."""
+    path = os.path.join(home, SERVER_LOG)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    if fd > 2:
+        os.close(fd)
+
+
 def no_new_privileges():
     """``PR_SET_NO_NEW_PRIVS`` for this process and all it starts: a setuid program a
     learner runs keeps the learner's uid, so it ends with the learner's processes."""
@@ -184,7 +207,9 @@ class CourseSpawner(LocalProcessSpawner):
     def socket_dir(self):
         return Path(self.socket_root) / self.user.name
 
-    def make_preexec_fn(self, name):
+    def make_preexec_fn(self, name, own_log=True):
+        """What the forked child runs before the server (``own_log``: its output goes to
+        her home, :func:`own_output`; False where the hub reads it, as for the workspace)."""
         drop = super().make_preexec_fn(name)  # setgroups, setgid, setuid, chdir home
         if os.geteuid() != 0:
             return drop
@@ -197,6 +222,8 @@ class CourseSpawner(LocalProcessSpawner):
                 group.join()  # before anything else: all it starts is in there
             confine(home, root)
             drop()
+            if own_log:
+                own_output(home)
             no_new_privileges()
 
         return preexec
@@ -426,7 +453,7 @@ class CourseSpawner(LocalProcessSpawner):
                 path.chmod(0o755 if path.is_dir() else 0o644)
             done = subprocess.run(
                 [sys.executable, str(staging / "learner_home.py"), home],
-                preexec_fn=self.make_preexec_fn(name), env={"PATH": "/usr/bin:/bin", "HOME": home},
+                preexec_fn=self.make_preexec_fn(name, own_log=False), env={"PATH": "/usr/bin:/bin", "HOME": home},
                 capture_output=True, text=True, timeout=120)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
