@@ -57,7 +57,7 @@ def cover(lib: ctypes.CDLL, covers: Mapping[str, str], keep: Sequence[Kept]) -> 
     """Mount an empty tmpfs on each folder of ``covers`` (``{folder: tmpfs options}``, in
     its order: a folder below an earlier cover is made on that cover, so it is there
     even where the machine has none), then bind each ``(where, real)`` of ``keep`` back
-    at ``where``.
+    at ``where``; :data:`STAGING` is left an empty cover too.
 
     Call it inside a fresh mount namespace whose root is already private. What is kept
     is parked under :data:`STAGING` first, since a cover may hide its source. Raises
@@ -78,6 +78,9 @@ def cover(lib: ctypes.CDLL, covers: Mapping[str, str], keep: Sequence[Kept]) -> 
         os.makedirs(where, mode=0o755, exist_ok=True)
         mount(lib, f"{STAGING}/{i}", where, None, MS_BIND | MS_REC, None)
     lib.umount2(STAGING.encode(), MNT_DETACH)
+    # and covered like the other folders that are not the system's own: a disk an
+    # administrator mounted there (a copy of the course, a backup) is not learners' to see
+    mount(lib, "tmpfs", STAGING, "tmpfs", 0, SMALL)
 
 
 def make_root_private(lib: ctypes.CDLL) -> None:

@@ -9,9 +9,11 @@ these additions, all only when the hub runs as root:
   cannot go: the venv's interpreter links into root's home (mode 0700), and
   the repository holds the hidden tests, the grading database and the hub's
   state. In the learner's namespace empty tmpfs mounts cover root's home, the
-  repository, ``/tmp``, ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` (their own),
-  System V IPC is the server's own (an IPC namespace), and only the interpreter
-  (``sys.base_prefix``) and the venv (``sys.prefix``) are bound back, at the
+  repository, every other top-level folder that is not the system's own (another
+  checkout), ``/run`` and ``/var`` (the machine's servers' sockets), ``/tmp``,
+  ``/dev/shm``, ``/var/tmp`` and ``/run/lock`` (their own), System V IPC is the
+  server's own (an IPC namespace), and only the interpreter (``sys.base_prefix``), the
+  venv (``sys.prefix``), her home and the hub's socket folder are bound back, at the
   same paths, so ``<repo>/.venv/bin/python`` runs and nothing else of the
   repository is there. Homes are made mode 0700: a learner cannot read
   another's.
@@ -36,7 +38,8 @@ these additions, all only when the hub runs as root:
   killed by the kernel (a kernel restarts, and its next cell says why: the startup file
   ``learner_home.py`` lays), and the hub's log says so at its next poll. Her home is a
   file system of ``HUB_HOME_MIB`` of its own, mounted when her server first starts; the
-  folder of her server's socket a 1 MiB tmpfs.
+  folder of her server's socket a 1 MiB tmpfs. What the server and all it starts print
+  goes to a file in her home (:func:`own_output`), not into the hub's log.
 * **The course workspace in the home** (:meth:`CourseSpawner.lay_workspace`), before
   each start and again while the server runs whenever the release changed (checked
   at each of JupyterHub's polls, :meth:`CourseSpawner.poll`, so an exercise released
@@ -65,6 +68,7 @@ from traitlets import Float, Integer, Unicode
 
 from autograder.defaults import CHECKOUT as REPO
 from autograder.sandbox import cgroups, mounts
+from autograder.sandbox.confine import SYSTEM
 from autograder.sandbox.uids import end_uid
 from deploy.hub import learner_disk, learner_net
 
@@ -79,6 +83,7 @@ DEFAULTS = REPO / "autograder" / "defaults.py"
 # What learner_home.py runs with, beside lessons/ and release/ in the staging copy.
 STAGED = (SCRIPTS / "jupyter_local.py", HERE / "learner_home.py", SUBMIT, DEFAULTS)
 COURSE_LIB = ".course-lib"
+SERVER_LOG = ".course-server.log"  # in her home: what her server and its processes print
 HUB_CGROUP = "course-hub"  # every server's cgroup is below <cgroup v2 root>/course-hub/
 
 
@@ -93,6 +98,8 @@ def course_lib(spawner):
     """``$PYTHONPATH`` of a learner's server: the copy of the submit module in their home."""
     return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
 
+# The name service's servers (for users from LDAP, say), which every user may ask.
+NAME_SERVICE = ("/run/nscd", "/var/lib/sss/pipes")
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -101,20 +108,36 @@ def covers():
     """Folders hidden from learners' servers, with their tmpfs options: the machine's
     shared scratch, /tmp, /dev/shm, /var/tmp and /run/lock (/var/lock links there: each
     server's own, gone with it, so nothing passes between learners or outlives a server),
-    root's home and the repository (empty, holding only what is bound back)."""
-    return {"/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
+    root's home, the repository and every other top-level folder that is not the
+    system's own (``confine.SYSTEM``: ``/home``, ``/srv``, ``/opt``, ...), as for a
+    graded submission, so that no other checkout or copy of the course is readable by
+    its modes alone (empty, holding only what is bound back)."""
+    tops = sorted(e.path for e in os.scandir("/")
+                  if e.name not in SYSTEM and e.is_dir(follow_symlinks=False))
+    # /run and /var first (the scratch folders below them are made on their covers): the
+    # machine's servers keep their UNIX sockets there (a database's, the system bus,
+    # another hub's pipes), which a network namespace does not cut off
+    return {"/run": mounts.SMALL, "/var": mounts.SMALL,
+            "/tmp": "size=512m,mode=1777", "/dev/shm": "size=512m,mode=1777",
             "/var/tmp": "size=512m,mode=1777", "/run/lock": "size=8m,mode=1777",
+            "/var/lock": "size=8m,mode=1777", **{top: mounts.SMALL for top in tops},
             os.path.expanduser("~root"): mounts.SMALL, str(REPO): mounts.SMALL}
 
 
-def kept():
-    """What is bound back under :func:`covers`: the interpreter's prefix and the venv."""
-    return mounts.under(mounts.interpreter_paths(), covers())
+def kept(home, socket_root):
+    """What is bound back under :func:`covers`: the interpreter's prefix, the venv, the
+    learner's ``home``, the hub's ``socket_root`` (her server's socket, ``hub.sock`` and
+    ``grader.sock``; str paths) and the name service's sockets where the machine has them
+    (nscd's, sssd's: who a uid is)."""
+    own = [(p, os.path.realpath(p)) for p in (home, socket_root, *NAME_SERVICE)
+           if p in (home, socket_root) or os.path.isdir(p)]
+    return mounts.under(mounts.interpreter_paths() + own, covers())
 
 
-def confine():
-    """In the learner's forked child, as root: the private mount namespace above, and a
-    network namespace holding only its own loopback (:mod:`learner_net`).
+def confine(home, socket_root):
+    """In the learner's forked child, as root: the private mount namespace above (``home``
+    and ``socket_root`` kept), and a network namespace holding only its own loopback
+    (:mod:`learner_net`).
 
     Raises OSError when namespaces are not available (the server does not start,
     rather than start with the repository in view or its ports on the machine's)."""
@@ -124,7 +147,28 @@ def confine():
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET)")
     learner_net.loopback_up()
     mounts.make_root_private(lib)
-    mounts.cover(lib, covers(), kept())
+    mounts.cover(lib, covers(), kept(home, socket_root))
+
+
+def own_output(home):
+    """Send this process's output (descriptors 1 and 2, which a server and all it starts
+    inherit) to ``<home>/.course-server.log``, made afresh, or to ``/dev/null`` where it
+    cannot be made. Called as the learner (her uid), so the file counts against her home's
+    size and nothing she placed at that name is followed: the hub's log, on the disk of
+    the hub's state, holds nothing she prints."""
+    path = os.path.join(home, SERVER_LOG)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    if fd > 2:
+        os.close(fd)
 
 
 def no_new_privileges():
@@ -163,18 +207,23 @@ class CourseSpawner(LocalProcessSpawner):
     def socket_dir(self):
         return Path(self.socket_root) / self.user.name
 
-    def make_preexec_fn(self, name):
+    def make_preexec_fn(self, name, own_log=True):
+        """What the forked child runs before the server (``own_log``: its output goes to
+        her home, :func:`own_output`; False where the hub reads it, as for the workspace)."""
         drop = super().make_preexec_fn(name)  # setgroups, setgid, setuid, chdir home
         if os.geteuid() != 0:
             return drop
 
         group = self._cgroup
+        home, root = pwd.getpwnam(name).pw_dir, str(self.made_socket_root())
 
         def preexec():
             if group is not None:
                 group.join()  # before anything else: all it starts is in there
-            confine()
+            confine(home, root)
             drop()
+            if own_log:
+                own_output(home)
             no_new_privileges()
 
         return preexec
@@ -404,7 +453,7 @@ class CourseSpawner(LocalProcessSpawner):
                 path.chmod(0o755 if path.is_dir() else 0o644)
             done = subprocess.run(
                 [sys.executable, str(staging / "learner_home.py"), home],
-                preexec_fn=self.make_preexec_fn(name), env={"PATH": "/usr/bin:/bin", "HOME": home},
+                preexec_fn=self.make_preexec_fn(name, own_log=False), env={"PATH": "/usr/bin:/bin", "HOME": home},
                 capture_output=True, text=True, timeout=120)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -3,10 +3,13 @@
 After the documented commands that write hidden tests somewhere (``make gradescope``'s
 zips under ``_build/gradescope``, here built by the command it runs), a sandboxed
 submission reads every file it can see on the machine, opening zips too, and prints
-where it found a line of any exercise's ``hidden/tests.py``. It must find none.
+where it found a line of any exercise's ``hidden/tests.py``. It must find none, also with
+a world-readable copy of the hidden tests below every top-level folder that is not the
+system's own, ``/mnt`` among them (another checkout, a disk an administrator mounted).
 """
 import json
 import os
+import shutil
 import stat
 
 import pytest
@@ -53,8 +56,34 @@ def _markers():
     return [line.encode().hex() for line in lines]
 
 
+@pytest.fixture
+def copies():
+    """A world-readable copy of the first exercise's hidden tests (as a fresh clone or an
+    administrator's copy of the course has it: 0755 folders, a 0644 file) below each
+    top-level folder outside the system's own and below ``/mnt``, where an administrator
+    mounts a disk: ``[path]``, removed after (a read-only top-level folder is left out)."""
+    from autograder.sandbox.confine import SYSTEM
+
+    text = (FOLDER / names()[0] / "hidden" / "tests.py").read_text()
+    tag, made = f"course-copy-{os.urandom(4).hex()}", []
+    for entry in os.scandir("/"):
+        if entry.is_dir(follow_symlinks=False) and (entry.name not in SYSTEM or entry.name == "mnt"):
+            try:
+                os.mkdir(os.path.join(entry.path, tag), 0o755)
+            except OSError:
+                continue
+            made.append(os.path.join(entry.path, tag, "tests.py"))
+            with open(made[-1], "w") as out:
+                out.write(text)
+            os.chmod(made[-1], 0o644)
+    yield made
+    for path in made:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's uid and mounts need root")
-def test_a_submission_finds_no_hidden_test_anywhere(released_course, tmp_path):
+def test_a_submission_finds_no_hidden_test_anywhere(released_course, tmp_path, copies):
+    assert "/mnt" in {os.path.dirname(os.path.dirname(p)) for p in copies}, copies
     out = REPO / "_build" / "gradescope"
     for name in names():  # what make gradescope runs, to where it writes
         built = grader_cli("gradescope", name, "--out", out)

@@ -272,18 +272,41 @@ def test_a_dropped_learner_is_refused_at_once_and_every_view_agrees(hub, account
         kill_users([eve.name])
 
 
-def test_a_demoted_instructor_loses_the_class_at_once(hub, accounts):
+def instructors_reads(learner, sub_id):
+    """Every way an instructor reads what is another learner's (``learner``'s submission
+    ``sub_id`` among it): ``[(method, path below /services/grader/, what must not be in
+    the answer when it is refused)]``."""
+    return [("GET", "api/class", learner), ("GET", "api/class.csv", learner),
+            ("GET", "class", learner), ("GET", f"api/submissions?learner={learner}", sub_id),
+            ("GET", f"api/submissions/{sub_id}", sub_id),
+            ("GET", f"api/submissions/{sub_id}/notebook", '"cells"'),
+            ("GET", f"?learner={learner}", sub_id), ("POST", "api/lti/resend", "resent")]
+
+
+def test_a_demoted_instructor_loses_the_class_at_once(hub, accounts, sign_in):
     _, groups = accounts
     teacher = add_account(f"dt{time.time_ns() % 10**6:06d}", groups["instructors"])
+    learner = sign_in("ada")
+    notebook = with_answer(released_notebook(Path(hub.env["GRADER_COURSE"])), "x = 1\n")
+    sub_id = learner.submit(notebook)
     try:
         signed = Signed(hub, teacher)
         session = _grader_cookie(hub, signed)
-        assert signed.grader("GET", "api/class").status_code == 200
-        assert session.get(hub.url("/services/grader/api/class")).status_code == 200
+        reads = instructors_reads(learner.name, sub_id)
+        for method, path, _ in reads:  # each works while she teaches (the cookie: GETs)
+            assert signed.grader(method, path).status_code == 200, (method, path)
+            if method == "GET":
+                assert session.get(hub.url("/services/grader/" + path)).status_code == 200, path
         done = roster_command(hub, "demote", teacher.name)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert signed.grader("GET", "api/class").status_code == 403
-        assert session.get(hub.url("/services/grader/api/class")).status_code == 403
+        for method, path, secret in reads:  # by token and by cookie, at once
+            answers = [signed.grader(method, path)]
+            if method == "GET":
+                answers.append(session.get(hub.url("/services/grader/" + path)))
+            for answer in answers:  # the page answers her own grades, hers only
+                assert answer.status_code in (403, 404) or path.startswith("?"), \
+                    (method, path, answer.status_code)
+                assert secret not in answer.text, (method, path, answer.text[:300])
         assert teacher.name not in roster.group_members(groups["instructors"])
     finally:
         remove_account(teacher)

@@ -79,7 +79,10 @@ class HubIdentity:
             return None
         name = model["name"]
         instructor = self.instructors_group in model.get("groups", ()) or await self._admin(name)
-        return Person(name, instructor)
+        # the model is cached for a minute: an instructor demoted meanwhile (``members
+        # demote`` deletes her hub user) is asked about anew, so no route reads the class,
+        # another learner's submissions or notebooks as hers
+        return Person(name, instructor and await self.instructor_now(name))
 
     async def _admin(self, name):
         # A user's token identifies only name and groups; whether the user is a
