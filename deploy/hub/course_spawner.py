@@ -98,8 +98,9 @@ def course_lib(spawner):
     """``$PYTHONPATH`` of a learner's server: the copy of the submit module in their home."""
     return str(Path(pwd.getpwnam(spawner.user.name).pw_dir) / COURSE_LIB)
 
-# The name service's servers (for users from LDAP, say), which every user may ask.
-NAME_SERVICE = ("/run/nscd", "/var/lib/sss/pipes")
+# The name service's servers (for users from LDAP, say: nscd, sssd, nslcd), which every
+# user may ask; bound back only where the machine has them.
+NAME_SERVICE = ("/run/nscd", "/var/lib/sss/pipes", "/run/nslcd")
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x08000000, 0x40000000
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -128,7 +129,7 @@ def kept(home, socket_root):
     """What is bound back under :func:`covers`: the interpreter's prefix, the venv, the
     learner's ``home``, the hub's ``socket_root`` (her server's socket, ``hub.sock`` and
     ``grader.sock``; str paths) and the name service's sockets where the machine has them
-    (nscd's, sssd's: who a uid is)."""
+    (nscd's, sssd's, nslcd's: who a uid is)."""
     own = [(p, os.path.realpath(p)) for p in (home, socket_root, *NAME_SERVICE)
            if p in (home, socket_root) or os.path.isdir(p)]
     return mounts.under(mounts.interpreter_paths() + own, covers())
