@@ -10,7 +10,10 @@ A process moved into a cgroup stays there with everything it starts, whatever th
 uids, sessions or parents become; only root may move a process out (the folders are
 root's). ``cgroup.kill`` (Linux 5.14) SIGKILLs every process in it at once, including
 those forked meanwhile. Hosts with only cgroup v1, or an older kernel, get None from
-:func:`make`: the callers then end processes by uid, and say so in their log.
+:func:`make`: the callers then end processes by uid, and say so in their log. So do
+graders in a container, whose cgroup hierarchies are mounted read-only (Docker's default):
+no group is made there, the container's own cgroup bounds the grader and all its
+submissions together, and each submission keeps its rlimits.
 Making a group, moving a process in, killing and removing it costs a few ms,
 most of it the move (``benchmarks/cgroup.py``).
 
@@ -25,6 +28,7 @@ killer) and counts it (:meth:`Group.memory_kills`); at the process limit ``fork`
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -62,7 +66,12 @@ def make(*names: str) -> Path | None:
     if root is None:
         return None
     group = root.joinpath(*names)
-    group.mkdir(parents=True, exist_ok=True)
+    try:
+        group.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        if error.errno == errno.EROFS:  # a container's read-only view (see the module)
+            return None
+        raise
     if not (group / "cgroup.kill").exists():
         return None
     return group
@@ -269,7 +278,12 @@ def limited(names, memory_mib: int | None = None, processes: int | None = None,
             folder = root.joinpath(*names)
             if folder.exists() and not _kill_v1(folder, 10.0):
                 raise OSError(f"could not empty the cgroup {folder}")
-            folder.mkdir(parents=True)
+            try:
+                folder.mkdir(parents=True)
+            except OSError as error:
+                if error.errno != errno.EROFS:
+                    raise
+                continue  # a container's read-only view: its own cgroup bounds it whole
             group.v1[controller] = folder
             written, where = files[1], "v1"
         else:

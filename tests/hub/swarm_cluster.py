@@ -38,11 +38,14 @@ DOCKER = "/usr/bin/docker"  # Debian's client, the daemon's own version (BuildKi
 DOCKERD = "/usr/sbin/dockerd"
 CACHE = Path(os.environ.get("COURSE_CACHE", Path.home() / ".cache" / "course-tests"))
 IMAGE = "course-server:test"
+WORKER_IMAGE = "course-worker:test"  # deploy/image/worker.Dockerfile, on IMAGE
 BASE = "course-base:trixie"
 # What the image holds, besides deploy/image/: its key (a change builds it again)
 IMAGE_INPUTS = ("requirements.txt", "scripts/jupyter_local.py", "deploy/hub/learner_home.py",
                 "autograder/learner_submit.py", "autograder/defaults.py",
-                "_build/html/_notebooks/lessons", "exercises/release", "deploy/image")
+                "_build/html/_notebooks/lessons", "exercises/release", "deploy/image",
+                # and what the workers' image adds (the grader, its hidden tests)
+                "autograder", "exercises/source", "exercises/nbgrader_config.py")
 WAIT_S = 120
 CPU_SHARES = 8  # a node's containers weigh as this many processes (Engine.share_cpu)
 
@@ -112,8 +115,8 @@ class Engine:
             group.mkdir(exist_ok=True)
             (group / "cpu.shares").write_text(str(CPU_SHARES * 1024))
 
-    def docker(self, *args, check=True, timeout=600) -> subprocess.CompletedProcess:
-        return run(DOCKER, *args, check=check, timeout=timeout, env=self.env)
+    def docker(self, *args, check=True, timeout=600, **kwargs) -> subprocess.CompletedProcess:
+        return run(DOCKER, *args, check=check, timeout=timeout, env=self.env, **kwargs)
 
     def log(self) -> str:
         return (self.root / "dockerd.log").read_text(errors="replace")[-3000:]
@@ -283,9 +286,10 @@ def base_tarball() -> Path:
 
 
 def course_image(root: Path) -> Path:
-    """The course image saved as a tarball in :data:`CACHE` (built first when its inputs
-    changed): deploy/image/build_base.sh's base, then ``docker build``, in an engine of
-    its own on the host's network, ended afterwards."""
+    """The course image and the workers' image on it, saved as one tarball in :data:`CACHE`
+    (built first when their inputs changed): deploy/image/build_base.sh's base, then
+    ``docker build`` of each, in an engine of its own on the host's network, ended
+    afterwards."""
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / "course-server.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another run building it: wait, then reuse
@@ -302,11 +306,13 @@ def _built(root: Path) -> Path:
     builder.start()
     try:
         run(REPO / "deploy" / "image" / "build_base.sh", BASE, env=builder.env)
-        builder.docker("build", "--network", "host", "--build-arg", f"BASE={BASE}",
-                       "--secret", "id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt",
-                       "-f", REPO / "deploy" / "image" / "Dockerfile", "-t", IMAGE, REPO,
-                       timeout=1800)
-        builder.docker("save", "-o", f"{saved}.part", IMAGE)
+        for dockerfile, tag in (("Dockerfile", IMAGE), ("worker.Dockerfile", WORKER_IMAGE)):
+            builder.docker("build", "--network", "host", "--build-arg", f"BASE={BASE}",
+                           "--build-arg", f"SERVER={IMAGE}",
+                           "--secret", "id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt",
+                           "-f", REPO / "deploy" / "image" / dockerfile, "-t", tag, REPO,
+                           timeout=1800)
+        builder.docker("save", "-o", f"{saved}.part", IMAGE, WORKER_IMAGE)  # layers shared
         os.replace(f"{saved}.part", saved)
         for old in CACHE.glob("course-server-*.tar"):
             if old != saved:

@@ -8,7 +8,10 @@ own memory, CPU and process limits and its home on storage both nodes share.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,11 +20,17 @@ import pytest
 import requests
 
 from tests.course import REPO
+from tests.grading.helpers import EXPECTED
 from tests.hub import swarm_cluster
 from tests.hub.running import WAIT_S, Signed, free_privileged_port, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_learner_network import through_proxy
 from tests.hub.test_limits import kernel_cells
+from tests.processes import free_port
+from tests.service.postgres import Cluster as Postgres
+from tests.service.running import Service, release_into
+from tests.service.submissions import slow_notebook
+from tests.service.test_scaleout import SAMPLES
 
 MEMORY_MIB = 384  # each server's limit here: JupyterLab and a small kernel fit
 
@@ -170,10 +179,12 @@ print(json.dumps({w: reach(w) for w in %r}))
 
 
 def test_her_server_reaches_the_hub_and_the_grader_and_nothing_else(swarm_hub, cluster,
-                                                                    class_of_30, class_up):
+                                                                    class_of_30, class_up,
+                                                                    grading_db):
     """From her kernel: the hub's API and the grading service answer; classmates' servers
     (their published ports, on her node and the other), the nodes' own swarm ports, the
-    hub's proxy and the machine's other addresses do not."""
+    hub's proxy, the grading database the workers reach and the machine's other addresses
+    do not."""
     made, (api, grader) = cluster
     placed = tasks_by_node(made)
     eve = Signed(swarm_hub, class_of_30[0])
@@ -195,6 +206,7 @@ def test_her_server_reaches_the_hub_and_the_grader_and_nothing_else(swarm_hub, c
     wanted.update({f"{made.address[n]}:22": "closed" for n in "ab"})
     wanted[f"{hub_ip}:{swarm_hub.env['PORT']}"] = "closed"  # the proxy (the hub's loopback)
     wanted[f"{hub_ip}:{swarm_hub.env['PROXY_API_PORT']}"] = "closed"
+    wanted[f"{hub_ip}:{grading_db[0].port}"] = "closed"  # the workers' PostgreSQL
     said = kernel_cells(swarm_hub, eve, server, [REACH % list(wanted)])
     assert json.loads(said[0]) == wanted, said
 
@@ -267,3 +279,197 @@ def test_a_node_lost_her_server_starts_on_the_other_with_her_work(swarm_hub, clu
         got = requests.get("http://" + url, timeout=60,
                            headers={**headers, "Authorization": f"token {learner.token}"})
         assert got.ok and got.json()["content"] == f"{learner.name}'s work", got.text[:300]
+
+
+# Run in an image (its own python, no network): the paths of regular files whose SHA-256
+# is among those read on stdin (one hex digest a line).
+SCAN = """
+import hashlib, os, sys
+wanted = set(sys.stdin.read().split())
+for top, dirs, files in os.walk("/"):
+    if top == "/":
+        dirs[:] = [d for d in dirs if d not in ("proc", "sys", "dev")]
+    for name in files:
+        path = os.path.join(top, name)
+        if os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) < 1 << 22:
+            with open(path, "rb") as f:
+                if hashlib.sha256(f.read()).hexdigest() in wanted:
+                    print(path)
+"""
+
+
+def grading_secrets() -> set:
+    """SHA-256 digests of what a learner must never read: every exercise's hidden tests and
+    sample answers, and the exercises' sources (solutions), less any file a learner is
+    handed as it is (in exercises/release)."""
+    def digests(*folders):
+        return {hashlib.sha256(f.read_bytes()).hexdigest(): f for folder in folders
+                for f in folder.rglob("*") if f.is_file() and "__pycache__" not in f.parts
+                and f.stat().st_size}
+    private = digests(*(REPO / "autograder" / "exercises").glob("*/hidden"),
+                      REPO / "exercises" / "source")
+    return set(private) - set(digests(REPO / "exercises" / "release"))
+
+
+def test_the_learners_image_holds_no_hidden_tests_the_workers_image_does(cluster):
+    """Every file of the course image (the learners') is compared by content with the hidden
+    tests, sample answers and solutions: none is there, under any name, nor a grading setting
+    in its environment; the workers' image, scanned the same way, holds them all."""
+    made, _ = cluster
+    wanted = grading_secrets()
+    found = {}
+    for image in (swarm_cluster.IMAGE, swarm_cluster.WORKER_IMAGE):
+        scan = made.manager.docker("run", "--rm", "-i", "--network", "none", "--user", "0",
+                                   "--entrypoint", "/opt/course/bin/python", image, "-c", SCAN,
+                                   input="\n".join(wanted))
+        found[image] = scan.stdout.split()
+    assert found[swarm_cluster.IMAGE] == [], found[swarm_cluster.IMAGE]
+    assert len(found[swarm_cluster.WORKER_IMAGE]) >= len(wanted), found  # the scan sees them
+    config = json.loads(made.manager.docker("image", "inspect", swarm_cluster.IMAGE).stdout)[0]
+    assert not [e for e in config["Config"]["Env"] if e.startswith(("GRADER_", "LTI_"))], config
+
+
+@pytest.fixture(scope="module")
+def grading_db(cluster):
+    """A PostgreSQL server on the host, for the grading service and its workers on the
+    nodes: on loopback (trusted, the service's) and on the host's address of node A's link,
+    which both nodes reach (by password only, from the cluster's addresses):
+    ``(tests.service.postgres.Cluster, password)``."""
+    made, _ = cluster
+    pg = Postgres(free_port())
+    try:
+        pg.init()
+        password = secrets.token_urlsafe(18)
+        pg._run("psql", "-h", "127.0.0.1", "-p", str(pg.port), "-d", pg.database, "-c",
+                f"ALTER USER postgres PASSWORD '{password}'")
+        with open(pg.data / "pg_hba.conf", "a") as hba:
+            hba.write(f"host all postgres {made.net} scram-sha-256\n")
+        pg.listen = f"127.0.0.1,{made.host_side['a']}"
+        pg.stop()
+        pg.start()
+        yield pg, password
+    finally:
+        pg.remove()
+
+
+def node_up(made, node):
+    """Start ``node``'s engine again if it was killed; return once the swarm has it Ready
+    (the swarm then removes the tasks it moved away meanwhile)."""
+    engine = made.nodes[node]
+    if engine.proc.poll() is not None:
+        engine.start()
+    deadline = time.monotonic() + WAIT_S
+    while made.manager.docker("node", "inspect", "-f", "{{.Status.State}}",
+                              made.node_ids[node]).stdout.strip() != "ready":
+        assert time.monotonic() < deadline, engine.log()
+        time.sleep(1)
+
+
+WORKERS = "course-workers"
+
+
+def outcome(rows) -> dict:
+    """What grading decided of each row: ``{id: (status, graded, attempts, lease owner)}``."""
+    return {i: (r["status"], r["graded"], r["attempts"], r["lease_owner"]) for i, r in rows.items()}
+
+LEASE_S = 15  # the workers' lease: a cut-off node's grading is taken over after it
+
+
+def workers_seen(db, within=30) -> list:
+    """Names (``host:pid``) of the worker processes whose heartbeat ``db`` has (in the last
+    ``within`` seconds)."""
+    from sqlalchemy import create_engine, text
+    engine = create_engine(db.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            return sorted(conn.execute(text(
+                "SELECT name FROM processes WHERE role = 'worker' "
+                "AND seen_at > extract(epoch FROM now()) - :s"), {"s": within}).scalars())
+    finally:
+        engine.dispose()
+
+
+def test_grading_workers_on_both_nodes_a_node_cut_off_mid_burst(cluster, grading_db,
+                                                                released_course, tmp_path):
+    """The grading service (API only) on PostgreSQL, its workers a swarm service of the
+    workers' image on both nodes. Mid-burst, node B is cut off (its engine killed, its
+    worker's way to the database refused) while its worker holds a lease: the worker on
+    node A takes the submission over once the lease runs out, and every submission ends
+    with exactly one result; when node B is back, its worker's late result is refused."""
+    made, _ = cluster
+    pg, password = grading_db
+    node_up(made, "b")
+    name = f"grading_{secrets.token_hex(4)}"
+    pg._run("createdb", "-h", "127.0.0.1", "-p", str(pg.port), name)
+    db = f"postgresql://postgres@127.0.0.1:{pg.port}/{name}"
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    release_into(course, db)
+    service = Service(tmp_path, course, db=db, jobs=0).start()
+    hub_ip = made.host_side["a"]
+    try:
+        made.manager.docker(
+            "service", "create", "--detach", "--name", WORKERS, "--replicas", "2",
+            "--placement-pref", "spread=node.id", "--network", "host",
+            # unique per task (owners of leases are host:pid): the node's own name is not
+            "--hostname", "worker-{{.Node.ID}}-{{.Task.Slot}}",
+            "--cap-add", "SYS_ADMIN",  # the sandbox's namespaces (docs/security.md)
+            "--env", f"GRADER_DB=postgresql://postgres:{password}@{hub_ip}:{pg.port}/{name}",
+            "--env", "GRADER_COURSE=/srv/course", "--env", "GRADER_SLOT_BASE={{.Task.Slot}}00",
+            "--mount", f"type=bind,src={course},dst=/srv/course",
+            "--limit-memory", "2g", "--restart-condition", "any",
+            swarm_cluster.WORKER_IMAGE, "--jobs", "1", "--lease", str(LEASE_S))
+        deadline = time.monotonic() + WAIT_S
+        while len(seen := workers_seen(db)) < 2:
+            assert time.monotonic() < deadline, made.manager.docker(
+                "service", "ps", "--no-trunc", WORKERS).stdout
+            time.sleep(1)
+        on = {n: f"worker-{made.node_ids[n]}" for n in "ab"}
+        assert {w.split("-")[1] for w in seen} == set(made.node_ids.values()), seen
+
+        plan = [(f"burst-{i}", sample) for i, sample in enumerate(SAMPLES)]
+        ids = [service.submit(learner, slow_notebook(sample, 3)) for learner, sample in plan]
+        deadline = time.monotonic() + WAIT_S
+        while True:  # a grading node B's worker is in the middle of
+            rows = service.rows()
+            held = [r for r in rows.values()
+                    if r["status"] == "running" and r["lease_owner"].startswith(on["b"])]
+            if held:
+                break
+            assert time.monotonic() < deadline and any(
+                r["status"] in ("queued", "running") for r in rows.values()), rows
+            time.sleep(0.2)
+        victim = held[0]["id"]
+        cut = ["iptables", "-w", "OUTPUT", "-d", str(hub_ip), "-p", "tcp", "--dport",
+               str(pg.port), "-j", "REJECT", "--reject-with", "tcp-reset"]
+        made.in_ns("b", *cut[:2], "-I", *cut[2:])
+        made.nodes["b"].kill()
+        try:
+            answers = service.wait_done(ids)
+            rows = service.rows()
+            for sub_id, (_, sample) in zip(ids, plan):
+                assert answers[sub_id]["result"]["score"] == EXPECTED[sample]["score"], sample
+                assert rows[sub_id]["graded"] == 1, rows[sub_id]
+            assert rows[victim]["lease_owner"].startswith(on["a"]), rows[victim]
+            assert rows[victim]["attempts"] == 2, rows[victim]
+        finally:
+            made.in_ns("b", *cut[:2], "-D", *cut[2:], check=False)
+        # node B's worker, still running under its shim (its log unread while the engine
+        # is away), is back on the database (its heartbeat): the result it still holds for
+        # the submission it lost is refused (its retries back off to 15 s at most)
+        orphan = next(w for w in seen if w.startswith(on["b"]))
+        deadline = time.monotonic() + WAIT_S
+        while orphan not in workers_seen(db, within=5):
+            assert time.monotonic() < deadline, "node B's worker never came back"
+            time.sleep(1)
+        time.sleep(20)
+        assert outcome(service.rows()) == outcome(rows)
+        a_boxes = made.nodes["a"].docker("ps", "-aq", "--filter",
+                                         f"label=com.docker.swarm.service.name={WORKERS}"
+                                         ).stdout.split()
+        said = "".join(made.nodes["a"].docker("logs", box).stderr for box in a_boxes)
+        assert "graded" in said and "WITHOUT network and mount isolation" not in said, said
+    finally:
+        made.manager.docker("service", "rm", WORKERS, check=False)
+        service.stop()
+        node_up(made, "b")

@@ -36,6 +36,7 @@ class Cluster:
         self.root = Path(tempfile.mkdtemp(prefix="course-pg-"))
         self.data, self.log = self.root / "data", self.root / "server.log"
         self.user = None
+        self.listen = "127.0.0.1"  # listen_addresses (more: pg_hba.conf must admit them)
         if os.geteuid() == 0:
             self.user = pwd.getpwnam("postgres")
             os.chown(self.root, self.user.pw_uid, self.user.pw_gid)
@@ -56,7 +57,7 @@ class Cluster:
         return self
 
     def start(self):
-        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} "
+        options = (f"-c listen_addresses={self.listen} -c port={self.port} "
                    f"-c unix_socket_directories={self.root} -c max_connections=200 "
                    "-c fsync=on")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options,

@@ -105,3 +105,50 @@ def test_the_api_starts_as_the_readme_writes_it(course_template, pg_url, tmp_pat
         assert http("GET", service.url + "/api/health")[0] == 200
     finally:
         service.stop()
+
+
+def _wait_for(what, check, log):
+    """``check()``'s first true value within WAIT s (fails with ``log``'s tail)."""
+    deadline = time.monotonic() + WAIT
+    while not (found := check()):
+        assert time.monotonic() < deadline, f"{what}:\n{log.read_text()[-3000:]}"
+        time.sleep(0.05)
+    return found
+
+
+def test_a_worker_paused_past_its_lease_cannot_record_over_the_new_holder(
+        new_service, pg_url, worker):
+    """Worker A is paused (SIGSTOP: a node cut off whose container keeps running) in the
+    middle of a grading until its lease runs out; worker B takes the submission over and
+    is paused in turn; A resumes and finishes its grading while B holds the lease: A's
+    result is refused and the row stays B's; B resumes and records the one result."""
+    service = new_service(db=pg_url(), jobs=0).start()
+    first = worker(service, lease=3).start()
+    sub = service.submit("paused", slow_notebook("reference", 2))
+    held_by = lambda w: lambda: ((r := service.rows()[sub])["status"] == "running"  # noqa: E731
+                                 and r["lease_owner"].startswith(w.name + ":") and r)
+    _wait_for("A never claimed it", held_by(first), first.log)
+    first.proc.send_signal(signal.SIGSTOP)
+    try:
+        second = worker(service, lease=600).start()  # claims once A's 3 s lease ran out
+        taken = _wait_for("B never took it over", held_by(second), second.log)
+        second.proc.send_signal(signal.SIGSTOP)
+    finally:
+        first.proc.send_signal(signal.SIGCONT)
+    try:
+        def recorded_or_refused():  # A's log once it tried to record its result
+            said = first.log.read_text()
+            return said if ("ran out before its result was stored" in said
+                            or f"graded {sub[:8]}" in said) else None
+
+        said = _wait_for("A never tried to record its result", recorded_or_refused, first.log)
+        assert f"graded {sub[:8]}" not in said, said[-2000:]
+        row = service.rows()[sub]
+        assert (row["status"], row["graded"], row["lease_owner"]) == (
+            "running", 0, taken["lease_owner"]), row
+    finally:
+        second.proc.send_signal(signal.SIGCONT)
+    answer = service.wait_done([sub])[sub]
+    assert answer["result"]["score"] == EXPECTED["reference"]["score"]
+    row = service.rows()[sub]
+    assert (row["graded"], row["attempts"], row["lease_owner"]) == (1, 2, taken["lease_owner"])

@@ -171,3 +171,16 @@ def test_the_pace_is_the_median_grading_so_one_slow_grading_inflates_no_promise(
             conn.execute(update(submissions).where(submissions.c.id == sub)
                          .values(finished_at=submissions.c.started_at + seconds))
     assert store.pace()[0] == 2.0
+
+
+@pytest.mark.parametrize("given", ["postgresql://grader:s3cr%40t@db.example:5433/grading",
+                                   "postgres://grader:s3cr%40t@db.example:5433/grading"])
+def test_a_database_url_keeps_its_password_when_given_again(given):
+    """The service opens its store with the URL it already parsed (``config.open_store``);
+    its password must survive (a URL's ``str()`` shows ``***``), or every process on a
+    PostgreSQL server that asks for one is refused."""
+    from autograder.service.store import database_url
+    url = database_url(given)
+    for again in (database_url(url), database_url(database_url(url))):
+        assert again.password == "s3cr@t" and again == url
+        assert again.drivername == "postgresql+psycopg"

@@ -6,16 +6,18 @@ import socket
 from pathlib import Path
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 
 def database_url(value):
-    """The SQLAlchemy URL for ``GRADER_DB``: a path (SQLite) or a URL.
+    """The SQLAlchemy URL for ``GRADER_DB``: a path (SQLite) or a URL (text or a
+    :class:`sqlalchemy.engine.URL`, its password kept).
 
     ``postgresql://`` and ``postgres://`` URLs use psycopg 3
     (``postgresql+psycopg://``); a path becomes ``sqlite:///<absolute path>``.
     """
-    value = str(value)
+    # str() of a URL hides its password (as ***): a URL given again keeps its own
+    value = url_text(value) if isinstance(value, URL) else str(value)
     if "://" not in value:
         return make_url(f"sqlite:///{Path(value).resolve()}")
     url = make_url(value.replace("postgres://", "postgresql://", 1)
