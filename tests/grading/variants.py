@@ -188,6 +188,28 @@ def _uwd_unusual(ref):
         "keep_unused_inline": _uwd_helper(ref, "_add_donating = jax.jit(lambda s, d: s + d, donate_argnums=0, "
                                                "keep_unused=True, inline=True)"),
         "vmap": _uwd_helper(ref, "_add_donating = jax.jit(jax.vmap(lambda s, d: s + d), donate_argnums=0)"),
+        "dataclass_carry": "import dataclasses\n" + _uwd_helper(
+            ref, "@jax.tree_util.register_dataclass\n@dataclasses.dataclass\nclass _Carry:\n    x: jax.Array\n\n\n"
+                 "_add_donating = jax.jit(lambda c, d: _Carry(c.x + d), donate_argnums=0)",
+            "return _add_donating(_Carry(state), delta).x"),
+        "pytree_node_class": _uwd_helper(
+            ref, "@jax.tree_util.register_pytree_node_class\nclass _Box:\n    def __init__(self, x):\n"
+                 "        self.x = x\n\n    def tree_flatten(self):\n        return (self.x,), None\n\n"
+                 "    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(*children)\n\n\n"
+                 "_add_donating = jax.jit(lambda b, d: _Box(b.x + d), donate_argnums=0)",
+            "return _add_donating(_Box(state), delta).x"),
+        "dict_carry_by_name": _uwd_helper(
+            ref, "_add_donating = jax.jit(lambda carry, delta: {'s': carry['s'] + delta}, donate_argnames='carry')",
+            "return _add_donating(carry={'s': state}, delta=delta)['s']"),
+        "aot_cache": _uwd_helper(ref, UWD_PAIR + "\n_AOT = {}",
+                                 "key = (state.shape, state.dtype)\n    if key not in _AOT:\n"
+                                 "        _AOT[key] = _add_donating.lower(state, delta).compile()\n"
+                                 "    return _AOT[key](state, delta)"),
+        "setdefault_cache": _uwd_helper(ref, "_BY_SHAPE = {}",
+                                        f"return _BY_SHAPE.setdefault(state.shape, {lam})(state, delta)"),
+        "wraps_decorated_entry": "import functools\n\n\ndef _logged(f):\n    @functools.wraps(f)\n"
+        "    def inner(*a, **k):\n        return f(*a, **k)\n\n    return inner\n\n\n"
+        + _swap(ref, ("def update_with_donate(state, delta):", "@_logged\ndef update_with_donate(state, delta):")),
     }
 
 
@@ -205,6 +227,11 @@ def _update_with_donate():
     out.append(Variant(ex, f"{ex}--tuple_pair_donated--reference", _uwd_helper(
         ref, "_add_donating = jax.jit(lambda p: p[0] + p[1], donate_argnums=0)",
         "return _add_donating((state, delta))"), failed=("test_delta_kept",),
+        says={"test_delta_kept": "donated buffers were not usable"}))
+    out.append(Variant(ex, f"{ex}--dataclass_pair_donated--reference", "import dataclasses\n" + _uwd_helper(
+        ref, "@jax.tree_util.register_dataclass\n@dataclasses.dataclass\nclass _Pair:\n    s: jax.Array\n"
+             "    d: jax.Array\n\n\n_add_donating = jax.jit(lambda p: p.s + p.d, donate_argnums=0)",
+        "return _add_donating(_Pair(state, delta))"), failed=("test_delta_kept",),
         says={"test_delta_kept": "donated buffers were not usable"}))
     out.append(Variant(ex, f"{ex}--argnames_delta--reference",
                        _swap(ref, (UWD_JIT, "_add_donating = jax.jit(_add, donate_argnames='delta')")),
@@ -288,6 +315,8 @@ def _sd_unusual(ref):
                                                  "donate_argnums=0, keep_unused=True)")),
         "reset_where": _swap(ref, (SD_RESET, "reset = jax.jit(lambda acc: jnp.where(jnp.zeros(acc.shape, bool), "
                                              "acc, 0.0), donate_argnames='acc')")),
+        "reset_argname_a": _swap(ref, (SD_RESET, "reset = jax.jit(jnp.zeros_like, donate_argnames='a', "
+                                                 "keep_unused=True)")),
         "reset_lax": _swap(ref, (SD_RESET, "reset = jax.jit(lambda acc: jax.lax.full_like(acc, 0), "
                                            "donate_argnums=(0,), keep_unused=True)")),
         "run_np_stack": _swap(ref, ("return state, history", "return state, np.stack(history)")),
@@ -369,7 +398,8 @@ FTL_TRAIN_DEF = "def train(params, batches, loss_fn, optimizer):\n    train_step
 
 def _ftl_train_forms(ref):
     """``train`` reaching ``make_train_step`` other than by its global name: a default
-    argument, a closure, a ``functools.partial``, an object's ``__call__``: name -> source."""
+    argument, a closure, a ``functools.partial``, an object's ``__call__``, a static method,
+    an ``lru_cache``d helper: name -> source."""
     import textwrap
 
     cut = ref.index("def train(")
@@ -385,6 +415,15 @@ def _ftl_train_forms(ref):
         + "\n\ntrain = functools.partial(_train, make_train_step)\n",
         "train_object": make + "class _Trainer:\n" + textwrap.indent(
             train.replace("def train(params", "def __call__(self, params"), "    ") + "\n\ntrain = _Trainer()\n",
+        "train_static_method": _swap(ref, (FTL_TRAIN_DEF,
+                                           "class _Maker:\n    make = staticmethod(make_train_step)\n\n\n"
+                                           "def train(params, batches, loss_fn, optimizer):\n"
+                                           "    train_step = _Maker.make(loss_fn, optimizer)")),
+        "train_lru_cached_step": "import functools\n" + _swap(
+            ref, (FTL_TRAIN_DEF, "def train(params, batches, loss_fn, optimizer):\n"
+                                 "    train_step = _cached(loss_fn, optimizer)"))
+        + "\n\n@functools.lru_cache(maxsize=None)\ndef _cached(loss_fn, optimizer):\n"
+          "    return make_train_step(loss_fn, optimizer)\n",
     }
 
 
@@ -392,7 +431,8 @@ def _ftl_unusual(ref):
     """Right answers in forms no sample has: :func:`_ftl_train_forms`; the step a jit of a
     ``functools.partial`` or of a jit, its state returned as a list, called by keyword; the
     start copy by ``copy.deepcopy``, ``jnp.array`` or NumPy; the losses Python floats;
-    ``max_change`` a JAX scalar: name -> source."""
+    ``make_train_step`` under a ``functools.wraps`` decorator; the loop a
+    ``functools.reduce``; ``max_change`` a JAX scalar: name -> source."""
     jit = "    " + FTL_JIT
     head = "import functools\nimport jax\nimport jax.numpy as jnp\nimport optax\n\n\n"
     step_fn = ("def _step_fn(loss_fn, optimizer, train_state, batch):\n    params, opt_state = train_state\n"
@@ -414,6 +454,16 @@ def _ftl_unusual(ref):
         "start_numpy": "import numpy as np\n" + _swap(ref, (start, "start = jax.tree.map(np.array, params)")),
         "start_jnp_array": _swap(ref, (start, "start = jax.tree.map(jnp.array, params)")),
         "losses_floats": _swap(ref, ("losses.append(loss)", "losses.append(float(loss))")),
+        "make_decorated": "import functools\n\n\ndef _logged(f):\n    @functools.wraps(f)\n"
+        "    def inner(*a, **k):\n        return f(*a, **k)\n\n    return inner\n\n\n"
+        + _swap(ref, ("def make_train_step(loss_fn, optimizer):",
+                      "@_logged\ndef make_train_step(loss_fn, optimizer):")),
+        "reduce_loop": "import functools\n" + _swap(
+            ref, ("    losses = []\n    for batch in batches:\n"
+                  "        train_state, loss = train_step(train_state, batch)\n        losses.append(loss)\n",
+                  "    def one(carry, batch):\n        state, losses = carry\n"
+                  "        state, loss = train_step(state, batch)\n        return state, [*losses, loss]\n\n"
+                  "    train_state, losses = functools.reduce(one, batches, (train_state, []))\n")),
         "max_change_jax": _swap(ref, ('"max_change": max(float(c) for c in jax.tree.leaves(changes))',
                                       '"max_change": jnp.max(jnp.stack(jax.tree.leaves(changes)))')),
     }
@@ -469,6 +519,9 @@ def _dr_unusual(ref):
     return {
         "out_info": _swap(ref, ("jax.tree_util.tree_flatten_with_path(jax.eval_shape(fn, state, *args))[0]]",
                                 "jax.tree_util.tree_flatten_with_path(compiled.out_info)[0]]")),
+        "out_tree": _swap(ref, ("jax.tree_util.tree_flatten_with_path(jax.eval_shape(fn, state, *args))[0]]",
+                                "jax.tree_util.tree_flatten_with_path(jax.tree_util.tree_unflatten(\n"
+                                "                     compiled.out_tree, [0] * compiled.out_tree.num_leaves))[0]]")),
         "partial_jit": "import functools\n" + _swap(
             ref, (DR_JIT, "functools.partial(jax.jit, donate_argnums=(0,))(fn)")),
         "lambda_jit": _swap(ref, (DR_JIT, "jax.jit(lambda s, *a: fn(s, *a), donate_argnums=0)")),
