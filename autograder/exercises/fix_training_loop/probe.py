@@ -14,6 +14,10 @@ less those live before ``train`` was called, as the lesson on lifetimes measures
 loop. JAX's warning that donated buffers were not usable is recorded too (it goes
 to stderr in a notebook, where nbgrader's Validate fails on it).
 """
+import functools
+import sys
+import types
+
 import numpy as np
 
 from autograder.exercises.common import (deleted, donated_leaves, encode_array, error_text, live,
@@ -153,47 +157,92 @@ def _scalar(value):
 DONATION_WARNING = "Some donated buffers were not usable"
 
 
-class _Watched:
-    """The learner's step, called as it is; after each call returns, what is live beyond
-    ``outside`` is appended to ``log`` as ``[arrays, bytes]``. Other attributes
-    (``lower``, ...) are the step's own."""
+class _Watch:
+    """Appends to ``log``, right after each call of a step the learner's ``make`` returned
+    returns, what is live beyond ``outside`` (``[arrays, bytes]``), however ``train``
+    reaches ``make`` and the step: by name, a default argument, a closure, a
+    ``functools.partial``, a method. Nothing is replaced or wrapped; Python's own
+    monitoring (:mod:`sys.monitoring`) reports each value ``make``'s code returns and
+    each return from a call of one of those values (``C_RETURN``: jax.jit's function,
+    a partial, an object; ``PY_RETURN`` of its code: a Python function)."""
 
-    def __init__(self, step, log, outside):
-        self._step, self._log, self._outside = step, log, outside
+    def __init__(self, make, log, outside):
+        self._log, self._outside = log, outside
+        self._make = _code_of(make)
+        self._steps, self._codes = [], set()
+        mon = sys.monitoring
+        self._tool = next((t for t in (5, 4, 3) if mon.get_tool(t) is None), None)
+        if self._tool is None or self._make is None:
+            return
+        mon.use_tool_id(self._tool, "course-probe")
+        ev = mon.events
+        try:
+            mon.register_callback(self._tool, ev.PY_RETURN, self._returned)
+            mon.register_callback(self._tool, ev.C_RETURN, self._called)  # reported while CALL is on
+            mon.set_events(self._tool, ev.CALL)
+            mon.set_local_events(self._tool, self._make, ev.PY_RETURN)
+        except Exception:  # nothing watched: the memory check says it saw no step
+            self.stop()
 
-    def __call__(self, *args, **kwargs):
-        out = self._step(*args, **kwargs)
+    def _returned(self, code, _offset, value):
+        if code is self._make and callable(value) and not any(value is s for s in self._steps):
+            self._steps.append(value)
+            # a Python function's calls report no C_RETURN: its own code's returns are watched
+            python = isinstance(value, (types.FunctionType, types.MethodType))
+            step_code = _code_of(value) if python else None
+            if step_code is not None and step_code not in self._codes:
+                self._codes.add(step_code)
+                sys.monitoring.set_local_events(self._tool, step_code, sys.monitoring.events.PY_RETURN)
+        elif code in self._codes:
+            self._held()
+
+    def _called(self, _code, _offset, fn, _arg0):
+        if any(fn is s for s in self._steps):
+            self._held()
+
+    def _held(self):
         arrays, nbytes = live()
         self._log.append([arrays - self._outside[0], nbytes - self._outside[1]])
-        return out
 
-    def __getattr__(self, name):
-        return getattr(self._step, name)
+    def stop(self):
+        """Turn the events off and give the tool id back (once)."""
+        tool, self._tool = self._tool, None
+        if tool is None or self._make is None:
+            return
+        mon = sys.monitoring
+        mon.set_events(tool, 0)
+        for code in (self._make, *self._codes):
+            mon.set_local_events(tool, code, 0)
+        for event in (mon.events.PY_RETURN, mon.events.C_RETURN):
+            mon.register_callback(tool, event, None)
+        mon.free_tool_id(tool)
 
 
-def _watching(fn, log, outside):
-    """Put a watcher around ``make_train_step`` where ``fn`` (the learner's ``train``) looks
-    it up; returns the function that puts it back."""
-    names = getattr(fn, "__globals__", None)
-    make = names.get("make_train_step") if isinstance(names, dict) else None
-    if not callable(make):
-        return lambda: None
-    names["make_train_step"] = lambda *a, **k: _Watched(make(*a, **k), log, outside)
-    return lambda: names.__setitem__("make_train_step", make)
+def _code_of(fn):
+    """The code object a call of ``fn`` runs first: a Python function's, a bound method's,
+    a ``functools.partial``'s function's, an object's ``__call__``'s; else None."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if not isinstance(fn, (types.FunctionType, types.MethodType)):
+        fn = getattr(type(fn), "__call__", None)
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    return code if isinstance(code, types.CodeType) else None
 
 
 def _donation_warnings(messages):
     return [m for m in messages if m.startswith(DONATION_WARNING)][:5]
 
 
-def _train(fn, seed):
-    """Run the learner's ``train`` once and read everything it returned."""
+def _train(fn, make, seed):
+    """Run the learner's ``train`` once, watching the steps ``make`` (their
+    ``make_train_step``) returns, and read everything it returned."""
     import jax
 
     params, batches = device_inputs(seed)
     record = {"error": None, "read_error": None, "held": [], "warnings": []}
     outside = live()
-    put_back = _watching(fn, record["held"], outside)
+    watch = _Watch(make, record["held"], outside)
     try:
         with quiet() as warned:
             out = fn(params, batches, loss_fn, make_optimizer())
@@ -201,7 +250,7 @@ def _train(fn, seed):
         record["error"] = error_text(exc)
         return record
     finally:
-        put_back()
+        watch.stop()
         record["warnings"] = _donation_warnings(warned)
     record["caller_params_deleted"] = _any_deleted(params)
     record["batches_deleted"] = _any_deleted(batches)
@@ -263,4 +312,4 @@ def observe(ns, seed):
     for name in FUNCTIONS:
         if not callable(ns.get(name)):
             return {"missing": name}
-    return {"train": _train(ns["train"], seed), "step": _step(ns["make_train_step"], seed)}
+    return {"train": _train(ns["train"], ns["make_train_step"], seed), "step": _step(ns["make_train_step"], seed)}

@@ -166,16 +166,27 @@ def _run(fn, inputs):
             record["caller_deleted"] = bool(state.is_deleted())
         record["donated"] = calls
         record["final"] = encode_array(final)
-        record["history"] = ([encode_array(h) for h in history[:RUN_STEPS + 2]]
-                             if isinstance(history, (list, tuple)) else None)
-        record["history_types"] = ([type(h).__name__ for h in history[:RUN_STEPS + 2]]
-                                   if isinstance(history, (list, tuple)) else None)
-        # a NumPy array that does not own its data is a view (np.asarray of a jax.Array on CPU)
-        record["history_views"] = ([isinstance(h, np.ndarray) and not h.flags.owndata
-                                    for h in history[:RUN_STEPS + 2]]
-                                   if isinstance(history, (list, tuple)) else None)
+        entries, views = _entries(history)
+        record["history"] = None if entries is None else [encode_array(h) for h in entries]
+        record["history_types"] = None if entries is None else [type(h).__name__ for h in entries]
+        record["history_views"] = views
 
     return _guard({"error": None, "donated": calls, "received": received}, body)
+
+
+def _entries(history):
+    """``(entries, views)`` of a history ``run`` returned: a list's or tuple's items, or the
+    rows of one NumPy array (``np.stack`` of the copies), at most ``RUN_STEPS + 2``; and
+    whether each is a NumPy view, an array that does not own its data (``np.asarray`` of
+    a ``jax.Array`` on CPU; a row is one when its array is). ``(None, None)`` for anything
+    else."""
+    if isinstance(history, (list, tuple)):
+        items = list(history[:RUN_STEPS + 2])
+        return items, [isinstance(h, np.ndarray) and not h.flags.owndata for h in items]
+    if isinstance(history, np.ndarray) and history.ndim >= 1:
+        items = list(history[:RUN_STEPS + 2])
+        return items, [not history.flags.owndata] * len(items)
+    return None, None
 
 
 def _apply_delta(fn, inputs):
