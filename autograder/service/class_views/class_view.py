@@ -39,8 +39,9 @@ def class_summary(rows, rule, lateness, due):
     says it: the unedited stub, a syntax error, a missing function), None when they ran.
     ``latest`` is the latest attempt by submission time (a regrade of an earlier attempt
     is not it). For each check:
-    ``passed`` learners (whose latest result passed it), ``learners`` graded,
-    and ``pass_rate`` = passed / learners.
+    ``passed`` learners (whose latest result passed it), ``learners`` whose latest result
+    was graded (its checks ran: a learner whose latest notebook could not be graded is in
+    neither), and ``pass_rate`` = passed / learners.
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
     newest_of = {}  # (exercise, learner) -> their latest graded attempt (recorded.attempt_order)
@@ -77,7 +78,9 @@ def class_summary(rows, rule, lateness, due):
             who["recorded"], who["recorded_id"] = keep.score - late.penalty, keep.id
             who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
     for exercise, ex in view.items():
-        graded = list(latest.get(exercise, {}).values())
+        # a notebook whose checks did not run (the stub, a syntax error) failed no check:
+        # it is counted apart (``not_graded``), not as a failure of every check
+        graded = [r for r in latest.get(exercise, {}).values() if r.status == "graded"]
         passes = Counter(grade_id for r in graded  # each result once per check it passed
                          for grade_id in {c.grade_id for c in r.checks if c.status == "passed"})
         for check in graded[0].checks if graded else ():  # by grade_id, in the first's order
