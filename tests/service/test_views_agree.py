@@ -185,3 +185,54 @@ def test_gradebook_points_other_than_the_hidden_tests_are_said_on_the_class_page
     said = out_of_date.warnings(store, mirror, [ASSIGNMENT])
     assert any("the gradebook's points differ from the hidden tests'" in s and name in s
                for s in said), said
+
+
+def _views(store, mirror):  # noqa: F811
+    """``{view: {learner: recorded grade}}`` of the class view (api/class, the class page),
+    api/standing's reading, the LMS's outbox and the class CSV."""
+    from autograder.service.gradebook import recorded
+    from autograder.service.lms import outbox
+    lateness = recorded.late_by(mirror.deadlines)
+    learners = summary(store, "best", mirror.deadlines)[ASSIGNMENT]["learners"]
+    return {
+        "api/class": {who: v["recorded"] for who, v in learners.items()},
+        "api/standing": {who: recorded.standing(
+            [r for r in store.submissions(who) if r.exercise == ASSIGNMENT], "best",
+            lateness)["recorded"]["score"] for who in learners},
+        "LMS": {who: score for (who, _), (score, _, _) in outbox.wanted(store, "best", lateness).items()},
+        "class CSV": _csv(mirror)}
+
+
+@pytest.mark.parametrize("every", [False, True], ids=["recorded", "every"])
+@pytest.mark.parametrize("running", [False, True], ids=["queued", "running"])
+def test_a_regrade_under_way_keeps_the_old_grade_in_every_view_and_says_so(
+        store, tmp_path, empty_gradebook, every, running):  # noqa: F811
+    """ada has a better and a later, worse attempt, bob one: while their regrades wait
+    (queued, or one taken by a worker), every view gives the old grades, as nbgrader's
+    gradebook and the LMS still hold them, and the class page says a regrade is under way;
+    once graded, the views take the new ones and the sentence goes."""
+    from autograder.service.commands import regrade
+    from autograder.service.gradebook.recorded import late_by
+    mirror = _course(tmp_path, empty_gradebook, store)  # ada's and bob's first attempts
+    _graded(store, "ada", "y")  # ada's later attempt (the same score): the gradebook keeps hers
+    before = _views(store, mirror)
+    assert all(v == before["class CSV"] for v in before.values()), before
+    made = regrade.queue(store, ASSIGNMENT, "best", late_by(mirror.deadlines), every)
+    assert len(made) == 3 if every else len(made) >= 2
+    if running:
+        store.claim("host:1:0", lease=30)
+    assert _views(store, mirror) == before
+    said = out_of_date.warnings(store, mirror, [ASSIGNMENT])
+    assert any("a regrade is under way" in s for s in said), said
+    taken = [store.get(i) for i in made if store.get(i).status == "running"]
+    while taken or (claimed := store.claim("host:1:0", lease=30)) is not None:
+        row = taken.pop() if taken else claimed
+        checks = [c.__class__(c.grade_id, c.title, c.max_score, c.max_score, "passed", "")
+                  for c in store.submissions("ada")[0].result.checks]
+        assert store.finish(row.id, row.lease_owner or "host:1:0",
+                            GradingResult(checks, "", "graded", "d", 1.0).to_record())
+    after = _views(store, mirror)
+    full = sum(p for _, _, p in hidden_tests(ASSIGNMENT))
+    assert {k: v for k, v in after.items() if k != "class CSV"} == {
+        k: {"ada": full, "bob": full} for k in ("api/class", "api/standing", "LMS")}
+    assert not any("a regrade is under way" in s for s in out_of_date.warnings(store, mirror, [ASSIGNMENT]))

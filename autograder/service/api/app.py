@@ -310,8 +310,8 @@ class StandingHandler(Base):
             raise _bad_learner()
         lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
 
-        def read():
-            rows = self.store.graded(learner, exercise, notebooks=False)
+        def read():  # every row: a result a waiting regrade replaces still counts
+            rows = [r for r in self.store.submissions(learner) if r.exercise == exercise]
             return recorded.standing(rows, self.settings_.recorded, lateness)
         self.send(200, {"exercise": exercise, "learner": learner, **await self.db(read)})
 

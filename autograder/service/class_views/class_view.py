@@ -4,8 +4,7 @@ per check: pass rate), from the store's :class:`~autograder.service.store.rows.S
 """
 from collections import Counter
 
-from autograder.service.gradebook.recorded import attempt_order, late_by, recorded
-from autograder.service.store.rows import Status
+from autograder.service.gradebook.recorded import attempt_order, counting, late_by, recorded
 
 
 def summary(store, rule, deadlines=None, rows=None):
@@ -45,6 +44,7 @@ def class_summary(rows, rule, lateness, due):
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
     newest_of = {}  # (exercise, learner) -> their latest graded attempt (recorded.attempt_order)
+    counts = {r.id for r in counting(rows)}  # a result a waiting regrade replaces counts still
     for row in rows:
         ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
@@ -54,7 +54,7 @@ def class_summary(rows, rule, lateness, due):
             "best": None, "latest_id": None, "feedback": [], "not_graded": None})
         who["submissions"] += not row.regrade  # a regrade is not a submission of theirs
         rows_of.setdefault((row.exercise, row.learner), []).append(row)
-        if row.status != Status.DONE or row.result is None:
+        if row.id not in counts:
             continue
         result = row.result
         ex["max_score"] = result.max_score

@@ -4,6 +4,8 @@ class page shows at its top, until it is put right.
 * grades made by older hidden tests: a graded submission whose result records another
   version of its exercise's grading than the one on disk now
   (:mod:`autograder.exercises.current`), until ``python -m autograder.service.regrade``;
+* a regrade under way: its submissions waiting to be graded again (their old grades
+  count meanwhile, :func:`autograder.service.gradebook.recorded.counting`);
 * late penalties in the gradebook (what ``nbgrader export`` and the class CSV hold)
   written under another late policy, due date or extension than those in force now
   (:meth:`~autograder.service.gradebook.lateness.Deadlines.state`), until the grading service's
@@ -66,6 +68,11 @@ def versions(store, exercises):
     """Sentences on hidden tests that cannot be loaded and grades made by older ones."""
     current_versions, broken = current.loadable(exercises)
     said = [f"{ex}: {why}" for ex, why in sorted(broken.items())]
+    for ex, (count, learners) in sorted(store.regrading().items()):
+        said.append(f"{ex}: a regrade is under way: {count} submission(s) of {learners} "
+                    "learner(s) wait to be graded again; until each is, its old grade counts "
+                    "in every view (the class page, api/class, api/standing, nbgrader export, "
+                    "the class CSV, the LMS)")
     for ex, (count, learners) in sorted(store.stale(current_versions).items()):
         said.append(f"{ex}: {count} graded submission(s) of {learners} learner(s) were graded "
                     "by older hidden tests than those on disk now; their grades stay as they "
