@@ -5,6 +5,7 @@ changed by hand in nbgrader's formgrader, or gradebook points other than the hid
 make ``nbgrader export`` and the class CSV differ from the service's grade, and the class
 page, ``api/class`` and ``/api/health`` say so (a real nbgrader gradebook, a real store)."""
 import csv
+import dataclasses
 import io
 import re
 import shutil
@@ -236,3 +237,39 @@ def test_a_regrade_under_way_keeps_the_old_grade_in_every_view_and_says_so(
     assert {k: v for k, v in after.items() if k != "class CSV"} == {
         k: {"ada": full, "bob": full} for k in ("api/class", "api/standing", "LMS")}
     assert not any("a regrade is under way" in s for s in out_of_date.warnings(store, mirror, [ASSIGNMENT]))
+
+
+# one learner's attempts: (score of 10, hours after the due date), oldest first
+HISTORIES = {
+    "on time, then a late better one": [(6.0, -2), (10.0, 30)],
+    "on time, then a late worse one": [(8.0, -2), (4.0, 30)],
+    "late only": [(10.0, 5)],
+    "late, then on time (a regrade's time)": [(10.0, 50), (7.0, -1)],
+    "on time only": [(9.0, -1)],
+}
+
+
+@pytest.mark.parametrize("method", ["none", "zero", "per_day"])
+@pytest.mark.parametrize("rule", ["best", "latest"])
+def test_latest_and_best_on_the_class_page_are_what_the_learner_reads(tmp_path, method, rule):
+    """For each history of on-time and late attempts, under each late policy and rule
+    (due dates from a real nbgrader gradebook, with an extension for bob): the class
+    page's and api/class's latest score is the learner's own (api/standing's, after its
+    late penalty), their recorded grade is api/standing's, and under ``best`` the best
+    score is the recorded grade."""
+    from autograder.service.class_views.class_view import class_summary
+    from autograder.service.gradebook.recorded import late_by, standing
+    from tests.service.test_recorded import course, row
+    deadlines = course(tmp_path, method, per_day=3.0)
+    lateness = late_by(deadlines)
+    for history in HISTORIES.values():
+        for learner in ("ann", "bob"):
+            rows = [dataclasses.replace(row(i + 1, score, hours), learner=learner,
+                                        id=f"{learner}{i}") for i, (score, hours) in enumerate(history)]
+            page = class_summary(rows, rule, lateness, deadlines.due)["ex"]["learners"][learner]
+            mine = standing(rows, rule, lateness)
+            said = (history, learner, page, mine)
+            assert page["latest"] == mine["latest"]["score"], said
+            assert page["recorded"] == mine["recorded"]["score"], said
+            if rule == "best":
+                assert page["best"] == page["recorded"], said

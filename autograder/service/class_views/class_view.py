@@ -32,7 +32,8 @@ def class_summary(rows, rule, lateness, due):
     grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
     ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
     recorded submission ``late_seconds`` and ``penalty``;
-    ``latest`` and ``best`` score among graded ones, ``latest_id``
+    ``latest`` and ``best`` score among graded ones (points after each one's late penalty,
+    as the recorded grade and api/standing count them), ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output), and
     ``not_graded``: why its checks did not run (the result's output, as the command line
     says it: the unedited stub, a syntax error, a missing function), None when they ran.
@@ -58,13 +59,15 @@ def class_summary(rows, rule, lateness, due):
             continue
         result = row.result
         ex["max_score"] = result.max_score
-        who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        # after the late penalty, as the recorded grade and api/standing count it
+        score = result.score - lateness(row).penalty
+        who["best"] = score if who["best"] is None else max(who["best"], score)
         newest = newest_of.get((row.exercise, row.learner))
         if newest is not None and attempt_order(newest) > attempt_order(row):
             continue  # a regrade of an earlier attempt: not their latest
         newest_of[(row.exercise, row.learner)] = row
         latest.setdefault(row.exercise, {})[row.learner] = result
-        who["latest"], who["latest_id"] = result.score, row.id
+        who["latest"], who["latest_id"] = score, row.id
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
         who["not_graded"] = None if result.status == "graded" else result.output
