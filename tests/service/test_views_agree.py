@@ -5,6 +5,7 @@ changed by hand in nbgrader's formgrader, or gradebook points other than the hid
 make ``nbgrader export`` and the class CSV differ from the service's grade, and the class
 page, ``api/class`` and ``/api/health`` say so (a real nbgrader gradebook, a real store)."""
 import csv
+import datetime
 import dataclasses
 import io
 import re
@@ -273,3 +274,76 @@ def test_latest_and_best_on_the_class_page_are_what_the_learner_reads(tmp_path, 
             assert page["recorded"] == mine["recorded"]["score"], said
             if rule == "best":
                 assert page["best"] == page["recorded"], said
+
+
+def _extension(deadlines, days):
+    with Gradebook(deadlines.url) as gb:
+        from autograder.service.gradebook.mirror import update_or_create_submission
+        update_or_create_submission(gb, ASSIGNMENT, "ann", extension=datetime.timedelta(days=days))
+
+
+def _due(deadlines, when):
+    with Gradebook(deadlines.url) as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=when)
+
+
+def _late_course(tmp_path):
+    """The :class:`Deadlines` of a course (a real nbgrader gradebook) whose ``ASSIGNMENT``
+    was due two days ago, half a point off per day late, with ann enrolled."""
+    import sqlite3
+
+    from autograder.service.gradebook.lateness import Deadlines
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.AssignLatePenalties.plugin_class = 'autograder.late_policy.CourseLatePolicy'\n"
+        "c.CourseLatePolicy.penalty_method = 'per_day'\nc.CourseLatePolicy.points_per_day = 0.5\n")
+    with sqlite3.connect(tmp_path / "gradebook.db") as db:  # no alembic process (test_recorded)
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment(ASSIGNMENT, duedate=datetime.datetime.now(datetime.UTC).replace(
+            tzinfo=None) - datetime.timedelta(days=2))
+        gb.add_student("ann")
+    return Deadlines(url, tmp_path, sqlite_file=tmp_path / "gradebook.db")
+
+
+# each change that moves a recorded grade without a new plan of the LMS's grades
+REPLANNED = {
+    "an extension granted": lambda store, d: _extension(d, 60),
+    "the deadline moved past the submission": lambda store, d: _due(
+        d, datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(days=1)),
+    "the late policy edited": lambda store, d: (d.course / "nbgrader_config.py").write_text(
+        (d.course / "nbgrader_config.py").read_text().replace("'per_day'", "'none'")),
+    "a better submission graded": lambda store, d: _graded(store, "ann", None),
+}
+
+
+@pytest.mark.parametrize("change", REPLANNED)
+def test_api_class_says_the_lms_holds_a_grade_only_while_it_is_the_recorded_one(
+        store, tmp_path, monkeypatch, change):  # noqa: F811
+    """ann's late grade was planned and sent to the LMS; then a course change moves her
+    recorded grade before the next plan: api/class's ``lms`` no longer says the LMS holds
+    it, and says what the LMS holds; after the plan and the send it holds it again."""
+    from autograder.service.gradebook import lateness
+    from autograder.service.gradebook.recorded import late_by
+    from autograder.service.lms import outbox
+    from autograder.service.store import lti, passback
+    monkeypatch.setattr(lateness, "CACHE_S", 0.0)  # the gradebook's dates read at once
+    deadlines = _late_course(tmp_path)
+    _graded(store, "ann", "x")
+    lti.remember_person(store, "ann", {"issuer": "i", "sub": "s-ann", "name": "Ann",
+                                       "roles": "[]", "seen_at": 0.0}, True)
+
+    def send():
+        outbox.plan(store, "best", late_by(deadlines))
+        while (row := passback.claim(store, "t", 60.0)) is not None:
+            passback.sent(store, row, "t")
+        return outbox.annotate(summary(store, "best", deadlines), store)[ASSIGNMENT]["learners"]["ann"]
+
+    sent = send()
+    assert sent["lms"] == {"holds": True, "why": None} and sent["penalty"] > 0, sent
+    REPLANNED[change](store, deadlines)
+    now = outbox.annotate(summary(store, "best", deadlines), store)[ASSIGNMENT]["learners"]["ann"]
+    assert now["recorded"] != sent["recorded"], (change, now)
+    assert now["lms"]["holds"] is False and f"holds {sent['recorded']:g}" in now["lms"]["why"]
+    assert send()["lms"] == {"holds": True, "why": None}
