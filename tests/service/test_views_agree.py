@@ -5,8 +5,8 @@ changed by hand in nbgrader's formgrader, or gradebook points other than the hid
 make ``nbgrader export`` and the class CSV differ from the service's grade, and the class
 page, ``api/class`` and ``/api/health`` say so (a real nbgrader gradebook, a real store)."""
 import csv
-import datetime
 import dataclasses
+import datetime
 import io
 import re
 import shutil
@@ -309,12 +309,12 @@ def _late_course(tmp_path):
 
 # each change that moves a recorded grade without a new plan of the LMS's grades
 REPLANNED = {
-    "an extension granted": lambda store, d: _extension(d, 60),
-    "the deadline moved past the submission": lambda store, d: _due(
+    "an extension granted": lambda graded, d: _extension(d, 60),
+    "the deadline moved past the submission": lambda graded, d: _due(
         d, datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(days=1)),
-    "the late policy edited": lambda store, d: (d.course / "nbgrader_config.py").write_text(
+    "the late policy edited": lambda graded, d: (d.course / "nbgrader_config.py").write_text(
         (d.course / "nbgrader_config.py").read_text().replace("'per_day'", "'none'")),
-    "a better submission graded": lambda store, d: _graded(store, "ann", None),
+    "a better submission graded": lambda graded, d: _graded(graded, "ann", None),
 }
 
 
