@@ -10,6 +10,7 @@ import datetime
 import io
 import re
 import shutil
+import sqlite3
 from html import unescape
 
 import pytest
@@ -26,7 +27,21 @@ from autograder.service.gradebook.mirror import Mirror
 from autograder.service.store import Caps
 from tests.grading.helpers import ASSIGNMENT
 from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
-from tests.service.test_out_of_date import empty_gradebook  # noqa: F401  (a fixture)
+
+
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory):
+    """A gradebook with ``ASSIGNMENT`` and its notebook, no graded cell (nbgrader stamps a
+    new database by running alembic, a process of seconds; a database that has a table
+    already is left unstamped, which nothing here reads)."""
+    path = tmp_path_factory.mktemp("released") / "gradebook.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    with Gradebook(f"sqlite:///{path}") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT)
+        gb.add_notebook(ASSIGNMENT, ASSIGNMENT)
+    return path
+
 
 HUB = {"ins": {"instructor": True, "signed_in": True}}
 
@@ -290,14 +305,13 @@ def _due(deadlines, when):
 def _late_course(tmp_path):
     """The :class:`Deadlines` of a course (a real nbgrader gradebook) whose ``ASSIGNMENT``
     was due two days ago, half a point off per day late, with ann enrolled."""
-    import sqlite3
 
     from autograder.service.gradebook.lateness import Deadlines
     (tmp_path / "nbgrader_config.py").write_text(
         "c = get_config()\n"
         "c.AssignLatePenalties.plugin_class = 'autograder.late_policy.CourseLatePolicy'\n"
         "c.CourseLatePolicy.penalty_method = 'per_day'\nc.CourseLatePolicy.points_per_day = 0.5\n")
-    with sqlite3.connect(tmp_path / "gradebook.db") as db:  # no alembic process (test_recorded)
+    with sqlite3.connect(tmp_path / "gradebook.db") as db:  # no alembic (empty_gradebook)
         db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     with Gradebook(url) as gb:
