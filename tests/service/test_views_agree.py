@@ -101,6 +101,7 @@ def test_each_statistic_of_the_class_page_says_whom_it_counts(store, kinds):  # 
     assert _count(head, r"\((\d+) withdrawn") == len(course.withdrawn), head
     assert _count(head, r"(\d+) submitted") == sum(1 for r in rows if r["submissions"]), head
     assert _count(head, r"(\d+) graded") == len(ex["scores"]), head
+    assert _count(head, r"\((\d+) of them: latest notebook could not be graded") == len(not_graded)
 
     rates = _caption(html, "Pass rate")
     assert _count(rates, r"each of (\d+) learners") == len(ran), rates

@@ -79,7 +79,7 @@ def _exercise(name, ex):
         f'<section class="exercise" id="{_id(name)}" aria-labelledby="{_id(name)}-h">'
         f'<h2 id="{_id(name)}-h">{escape(name)}</h2>'
         f"<p>{who['learners']} learners{_withdrawn(who)}, {who['submitted']} submitted, "
-        f"{who['recorded']} graded; out of {_num(ex['max_score'])} "
+        f"{who['recorded']} graded{_unrun(who)}; out of {_num(ex['max_score'])} "
         f"points; recorded grade: {escape(ex['recorded_rule'])}{escape(due)}.</p>")
     table = f"<h3>Learners</h3>{_table(name, learners, ex['max_score'])}</section>"
     if not ex["times"]:  # nothing to plot: no axes around nothing
@@ -113,6 +113,13 @@ def population(learners):
 def _withdrawn(who):
     return (f" ({who['withdrawn']} withdrawn, counted in every number here)"
             if who["withdrawn"] else "")
+
+
+def _unrun(who):
+    """The graded learners whose latest notebook's checks did not run (they have a grade,
+    0 points when none ran before): said beside "graded", not hidden in it."""
+    return (f" ({who['not_graded']} of them: latest notebook could not be graded)"
+            if who["not_graded"] else "")
 
 
 def _over_checked(who):
