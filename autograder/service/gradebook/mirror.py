@@ -174,15 +174,14 @@ class Mirror:
         CSV differ from the service's grade; the mirror never writes either field."""
         if self.missing():
             return {}
-        from sqlalchemy import or_
         found = {}
         with self._lock:
             gb = self._gradebook()
             try:
-                changed = gb.db.query(Grade).filter(or_(
-                    Grade.extra_credit.isnot(None) & (Grade.extra_credit != 0),
-                    Grade.manual_score.isnot(None) & (Grade.auto_score.is_(None) |
-                                                      (Grade.manual_score != Grade.auto_score))))
+                changed = gb.db.query(Grade).filter(  # nbgrader's model, as _by_cell_name
+                    Grade.extra_credit.isnot(None) & (Grade.extra_credit != 0)
+                    | Grade.manual_score.isnot(None) & (Grade.auto_score.is_(None) |
+                                                        (Grade.manual_score != Grade.auto_score)))
                 for grade in changed:
                     sub = grade.notebook.assignment
                     found.setdefault(sub.assignment.name, set()).add(sub.student_id)
