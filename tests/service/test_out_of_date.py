@@ -95,9 +95,11 @@ def _released(folder, template, cells):
     from nbgrader.api import Gradebook
     folder.mkdir()
     shutil.copy(template, folder / "gradebook.db")
+    points = {name: worth for name, _, worth in __import__(
+        "autograder.exercises", fromlist=["get"]).get(EX).tests()}  # as released: theirs
     with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gb:
         for name in cells:
-            gb.add_grade_cell(name, EX, EX, max_score=1, cell_type="code")
+            gb.add_grade_cell(name, EX, EX, max_score=points.get(name, 1), cell_type="code")
     return Mirror(folder)
 
 

@@ -310,8 +310,8 @@ class StandingHandler(Base):
             raise _bad_learner()
         lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
 
-        def read():
-            rows = self.store.graded(learner, exercise, notebooks=False)
+        def read():  # every row: a result a waiting regrade replaces still counts
+            rows = [r for r in self.store.submissions(learner) if r.exercise == exercise]
             return recorded.standing(rows, self.settings_.recorded, lateness)
         self.send(200, {"exercise": exercise, "learner": learner, **await self.db(read)})
 
@@ -392,17 +392,15 @@ class Health(Base):
     open_to_all = True
 
     def points_warnings(self):
-        """One sentence per exercise whose gradebook points and hidden tests disagree."""
+        """The sentences of :mod:`.out_of_date` that read the gradebook or the hidden tests
+        (all but the penalties' one), read at most every :data:`POINTS_CHECK_S` seconds."""
         cache = self.application.settings.setdefault("points_warnings", [0.0, []])
         if time.monotonic() - cache[0] > POINTS_CHECK_S:
             mirror = self.application.settings["mirror"]
-            cache[:] = [time.monotonic(), [
-                f"{ex}: the gradebook's points differ from the hidden tests' ({'; '.join(d)}): "
-                f"nbgrader export and the class CSV total the old points until you run "
-                f"python -m autograder.service.regrade {ex}"
-                for ex in self.settings_.exercises if (d := mirror.points_disagree(ex))]
-                + out_of_date.versions(self.store, self.settings_.exercises)
-                + out_of_date.unreleased(mirror, self.settings_.exercises)]
+            cache[:] = [time.monotonic(), out_of_date.points(mirror, self.settings_.exercises)
+                        + out_of_date.versions(self.store, self.settings_.exercises)
+                        + out_of_date.unreleased(mirror, self.settings_.exercises)
+                        + out_of_date.overrides(mirror)]
         return cache[1]
 
     async def get(self):

@@ -73,26 +73,67 @@ def _exercise(name, ex):
     from autograder.service.class_views import class_plots
 
     learners = ex["learners"]
-    started = sum(1 for r in learners if r["submissions"])
-    graded = len(ex["scores"])
+    who = population(learners)
     due = f", due {ex['due']:%Y-%m-%d %H:%M} UTC" if ex["due"] else ""
     head = (
         f'<section class="exercise" id="{_id(name)}" aria-labelledby="{_id(name)}-h">'
         f'<h2 id="{_id(name)}-h">{escape(name)}</h2>'
-        f"<p>{len(learners)} learners, {started} submitted, {graded} graded; out of {_num(ex['max_score'])} "
+        f"<p>{who['learners']} learners{_withdrawn(who)}, {who['submitted']} submitted, "
+        f"{who['recorded']} graded{_unrun(who)}; out of {_num(ex['max_score'])} "
         f"points; recorded grade: {escape(ex['recorded_rule'])}{escape(due)}.</p>")
     table = f"<h3>Learners</h3>{_table(name, learners, ex['max_score'])}</section>"
     if not ex["times"]:  # nothing to plot: no axes around nothing
         return head + '<p class="empty">No submissions yet.</p>' + table
     return (
         head + "<h3>Where the class is stuck</h3>"
-        + _figure("Pass rate of each check (latest submissions)",
-                  class_plots.pass_rates(ex["checks"]) if ex["checks"] else "")
+        + _figure(_over_checked(who), class_plots.pass_rates(ex["checks"]) if ex["checks"] else "")
         + _not_graded(ex.get("not_graded", ())) + _groups(name, ex["checks"])
-        + (_figure("Recorded scores", class_plots.distribution(ex["scores"], ex["max_score"]))
+        + (_figure(_over_recorded(who), class_plots.distribution(ex["scores"], ex["max_score"]))
            if ex["scores"] else "")
-        + _figure("Submissions over time", class_plots.timeline(ex["times"], ex["due"]))
+        + _figure(f"Submissions over time: all {len(ex['times'])} submissions of the "
+                  f"{who['submitted']} learners who submitted (a regrade is not a submission)",
+                  class_plots.timeline(ex["times"], ex["due"]))
         + table)
+
+
+def population(learners):
+    """Who each of an exercise's numbers is over (``learners``: :func:`class_data`'s rows):
+    ``{"learners", "withdrawn", "submitted", "recorded"`` (with a recorded grade),
+    ``"checked"`` (latest graded submission's checks ran), ``"not_graded"`` (latest could
+    not be graded), ``"no_result"`` (no graded submission)``}``, each a count."""
+    return {"learners": len(learners),
+            "withdrawn": sum(1 for r in learners if r.get("withdrawn")),
+            "submitted": sum(1 for r in learners if r["submissions"]),
+            "recorded": sum(1 for r in learners if r["recorded"] is not None),
+            "checked": sum(1 for r in learners if r["latest"] is not None and not r["not_graded"]),
+            "not_graded": sum(1 for r in learners if r["latest"] is not None and r["not_graded"]),
+            "no_result": sum(1 for r in learners if r["latest"] is None)}
+
+
+def _withdrawn(who):
+    return (f" ({who['withdrawn']} withdrawn, counted in every number here)"
+            if who["withdrawn"] else "")
+
+
+def _unrun(who):
+    """The graded learners whose latest notebook's checks did not run (they have a grade,
+    0 points when none ran before): said beside "graded", not hidden in it."""
+    return (f" ({who['not_graded']} of them: latest notebook could not be graded)"
+            if who["not_graded"] else "")
+
+
+def _over_checked(who):
+    left = [f"{who['not_graded']} whose latest notebook could not be graded"] * bool(who["not_graded"]) \
+        + [f"{who['no_result']} with no graded submission"] * bool(who["no_result"])
+    return (f"Pass rate of each check over the latest graded submission of each of "
+            f"{who['checked']} learners" + (f" (not counted: {' and '.join(left)})" if left else ""))
+
+
+def _over_recorded(who):
+    left = who["learners"] - who["recorded"]
+    return (f"Recorded scores (late penalties deducted) of the {who['recorded']} learners with "
+            "a recorded grade" + (f"; the {left} without one are not plotted (the class CSV "
+                                  "lists them with a score of 0)" if left else ""))
 
 
 def _figure(caption, svg):

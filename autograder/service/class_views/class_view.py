@@ -4,8 +4,7 @@ per check: pass rate), from the store's :class:`~autograder.service.store.rows.S
 """
 from collections import Counter
 
-from autograder.service.gradebook.recorded import attempt_order, late_by, recorded
-from autograder.service.store.rows import Status
+from autograder.service.gradebook.recorded import attempt_order, counting, late_by, recorded
 
 
 def summary(store, rule, deadlines=None, rows=None):
@@ -33,17 +32,20 @@ def class_summary(rows, rule, lateness, due):
     grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
     ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
     recorded submission ``late_seconds`` and ``penalty``;
-    ``latest`` and ``best`` score among graded ones, ``latest_id``
+    ``latest`` and ``best`` score among graded ones (points after each one's late penalty,
+    as the recorded grade and api/standing count them), ``latest_id``
     and ``feedback`` (the latest result's tests: name, status, score, output), and
     ``not_graded``: why its checks did not run (the result's output, as the command line
     says it: the unedited stub, a syntax error, a missing function), None when they ran.
     ``latest`` is the latest attempt by submission time (a regrade of an earlier attempt
     is not it). For each check:
-    ``passed`` learners (whose latest result passed it), ``learners`` graded,
-    and ``pass_rate`` = passed / learners.
+    ``passed`` learners (whose latest result passed it), ``learners`` whose latest result
+    was graded (its checks ran: a learner whose latest notebook could not be graded is in
+    neither), and ``pass_rate`` = passed / learners.
     """
     view, latest, rows_of = {}, {}, {}  # latest: exercise -> {learner: GradingResult}
     newest_of = {}  # (exercise, learner) -> their latest graded attempt (recorded.attempt_order)
+    counts = {r.id for r in counting(rows)}  # a result a waiting regrade replaces counts still
     for row in rows:
         ex = view.setdefault(row.exercise, {"max_score": None, "recorded_rule": rule,
                                                "learners": {}, "checks": []})
@@ -53,17 +55,19 @@ def class_summary(rows, rule, lateness, due):
             "best": None, "latest_id": None, "feedback": [], "not_graded": None})
         who["submissions"] += not row.regrade  # a regrade is not a submission of theirs
         rows_of.setdefault((row.exercise, row.learner), []).append(row)
-        if row.status != Status.DONE or row.result is None:
+        if row.id not in counts:
             continue
         result = row.result
         ex["max_score"] = result.max_score
-        who["best"] = result.score if who["best"] is None else max(who["best"], result.score)
+        # after the late penalty, as the recorded grade and api/standing count it
+        score = result.score - lateness(row).penalty
+        who["best"] = score if who["best"] is None else max(who["best"], score)
         newest = newest_of.get((row.exercise, row.learner))
         if newest is not None and attempt_order(newest) > attempt_order(row):
             continue  # a regrade of an earlier attempt: not their latest
         newest_of[(row.exercise, row.learner)] = row
         latest.setdefault(row.exercise, {})[row.learner] = result
-        who["latest"], who["latest_id"] = result.score, row.id
+        who["latest"], who["latest_id"] = score, row.id
         who["feedback"] = [{"name": c.title, "status": c.status, "score": c.score,
                             "max_score": c.max_score, "output": c.output} for c in result.checks]
         who["not_graded"] = None if result.status == "graded" else result.output
@@ -77,7 +81,9 @@ def class_summary(rows, rule, lateness, due):
             who["recorded"], who["recorded_id"] = keep.score - late.penalty, keep.id
             who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
     for exercise, ex in view.items():
-        graded = list(latest.get(exercise, {}).values())
+        # a notebook whose checks did not run (the stub, a syntax error) failed no check:
+        # it is counted apart (``not_graded``), not as a failure of every check
+        graded = [r for r in latest.get(exercise, {}).values() if r.status == "graded"]
         passes = Counter(grade_id for r in graded  # each result once per check it passed
                          for grade_id in {c.grade_id for c in r.checks if c.status == "passed"})
         for check in graded[0].checks if graded else ():  # by grade_id, in the first's order

@@ -166,6 +166,31 @@ class Mirror:
             self._released = (now, found)
         return self._released[1]
 
+    def overridden(self):
+        """``{exercise: sorted learners}`` whose grade in the gradebook a person changed in
+        nbgrader's formgrader: a graded cell with a manual score other than the
+        autograder's, or extra credit. nbgrader totals those (``Grade.score``: the manual
+        score, plus extra credit, takes precedence), so ``nbgrader export`` and the class
+        CSV differ from the service's grade; the mirror never writes either field."""
+        if self.missing():
+            return {}
+        found = {}
+        with self._lock:
+            gb = self._gradebook()
+            try:
+                changed = gb.db.query(Grade).filter(  # nbgrader's model, as _by_cell_name
+                    Grade.extra_credit.isnot(None) & (Grade.extra_credit != 0)
+                    | Grade.manual_score.isnot(None) & (Grade.auto_score.is_(None) |
+                                                        (Grade.manual_score != Grade.auto_score)))
+                for grade in changed:
+                    sub = grade.notebook.assignment
+                    found.setdefault(sub.assignment.name, set()).add(sub.student_id)
+            except BaseException:
+                self._close()
+                raise
+            gb.db.rollback()  # the read's transaction ends: the next sees formgrader's edits
+        return {ex: sorted(who) for ex, who in sorted(found.items())}
+
     def unreleased(self, names):
         """``{exercise: why}`` for each of ``names`` whose hidden tests on disk now hold a
         check (a grade id) the released gradebook has no cell for, or lack one it has: its

@@ -16,7 +16,9 @@ submission's score after its late penalty (:mod:`autograder.service.commands.dea
 """
 from autograder import defaults
 from autograder.service.gradebook.lateness import Lateness
-from autograder.service.store.rows import Status
+from autograder.service.store.rows import WAITING, Status
+
+RETIRED = (Status.REGRADED, Status.SET_ASIDE)  # results a regrade replaced
 
 RULES = defaults.RECORDED_RULES
 
@@ -49,7 +51,17 @@ def attempt_order(row):
 
 
 def _graded(rows):
-    return [r for r in rows if r.status == Status.DONE and r.result is not None]
+    return counting(rows)
+
+
+def counting(rows):
+    """The rows of ``rows`` whose result counts now: each graded one (``done``), and each a
+    regrade replaced (``regraded``, ``set_aside``) while the regrade that replaces it
+    still waits (queued or running, among ``rows``): until the new result is in, the old
+    one stays the grade, as nbgrader's gradebook and the LMS still hold it."""
+    waiting = {r.id for r in rows if r.status in WAITING}
+    return [r for r in rows if r.result is not None and (
+        r.status == Status.DONE or r.status in RETIRED and r.replaced_by in waiting)]
 
 
 def late_by(deadlines):

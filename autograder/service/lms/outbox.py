@@ -174,12 +174,12 @@ def resend_all(store):
     return passback.resend_all(store)
 
 
-def states(store):
+def states(store, rows=None):
     """``{(learner, exercise): {"holds": bool, "why": str | None}}``: whether the LMS
-    holds the current recorded grade, and why not (waiting, the last failure, or no
-    LMS account)."""
+    holds the grade last planned for it, and why not (waiting, the last failure, or no
+    LMS account); ``rows``: :func:`autograder.service.store.passback.rows` when read already."""
     out = {}
-    for r in passback.rows(store):
+    for r in passback.rows(store) if rows is None else rows:
         holds = r["sent_version"] >= r["version"]
         why = None
         if not holds:
@@ -199,11 +199,21 @@ def states(store):
 def annotate(view, store):
     """Add to each learner of the class view (:func:`~autograder.service.class_views.class_view.summary`)
     ``lms``: whether the LMS holds their recorded grade and why not (:func:`states`), or
-    None while no grade of theirs was planned for the LMS. ``view``, changed."""
-    known = states(store)
+    None while no grade of theirs was planned for the LMS. A recorded grade other than the
+    one last planned (an extension, a moved deadline, an edited late policy, a new grade,
+    before the next :func:`plan`) is not held, whatever the LMS holds of the old one.
+    ``view``, changed."""
+    rows = passback.rows(store)
+    known, planned = states(store, rows), {(r["learner"], r["exercise"]): r["score"] for r in rows}
     for exercise, ex in view.items():
         for learner, who in ex["learners"].items():
-            who["lms"] = known.get((learner, exercise))
+            state, score = known.get((learner, exercise)), planned.get((learner, exercise))
+            if state is not None and who.get("recorded") not in (None, score):
+                state = {"holds": False, "why": (
+                    f"the LMS holds {score:g}, planned before the recorded grade became "
+                    f"{who['recorded']:g}; the grading service sends the new one at its "
+                    f"next plan (every {PLAN_EVERY_S:g} s while it runs)")}
+            who["lms"] = state
     return view
 
 

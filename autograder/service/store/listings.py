@@ -5,7 +5,7 @@ import time
 
 from sqlalchemy import and_, func, or_, select
 
-from autograder.service.store.rows import Role, Status, Submission
+from autograder.service.store.rows import WAITING, Role, Status, Submission
 from autograder.service.store.schema import processes, submissions
 
 
@@ -84,6 +84,16 @@ class Listings:
         with self._read() as conn:
             return sorted(conn.execute(select(s.learner).distinct().where(
                 s.exercise == exercise, s.status == Status.DONE)).scalars())
+
+    def regrading(self):
+        """``{exercise: (submissions, learners)}`` counting regrades that wait to be graded
+        (queued or running)."""
+        s = submissions.c
+        with self._read() as conn:
+            rows = conn.execute(select(s.exercise, func.count(), func.count(s.learner.distinct()))
+                                .where(s.client == "regrade", s.status.in_(list(WAITING)))
+                                .group_by(s.exercise)).all()
+        return {ex: (n, learners) for ex, n, learners in rows}
 
     def stale(self, versions):
         """``{exercise: (submissions, learners)}`` counting graded submissions (``done``,

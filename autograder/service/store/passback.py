@@ -108,11 +108,12 @@ def resend_all(store):
 
 
 def rows(store):
-    """Every row as a mapping: ``learner``, ``exercise``, ``version``, ``sent_version``,
-    ``problem``, ``next_at``, ``refused`` and the learner's LMS ``sub`` (None when they
-    are no LMS member)."""
+    """Every row as a mapping: ``learner``, ``exercise``, ``score`` (points, the planned
+    grade), ``version``, ``sent_version``, ``problem``, ``next_at``, ``refused`` and the
+    learner's LMS ``sub`` (None when they are no LMS member)."""
     p, who = passback.c, lti_people.c
     with store._read() as conn:
-        return conn.execute(select(p.learner, p.exercise, p.version, p.sent_version, p.problem,
+        return conn.execute(select(p.learner, p.exercise, p.score, p.version, p.sent_version,
+                                   p.problem,
                                    p.next_at, p.refused, who.sub).outerjoin(
             lti_people, who.learner == p.learner)).mappings().all()

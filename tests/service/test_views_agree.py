@@ -1,0 +1,364 @@
+"""The instructors' views agree, or say they are out of date: every statistic of the class
+page says which learners it is over, and its numbers are those of ``api/class``
+(:func:`~autograder.service.class_views.class_view.summary`), whoever the class holds; a grade
+changed by hand in nbgrader's formgrader, or gradebook points other than the hidden tests',
+make ``nbgrader export`` and the class CSV differ from the service's grade, and the class
+page, ``api/class`` and ``/api/health`` say so (a real nbgrader gradebook, a real store)."""
+import csv
+import dataclasses
+import datetime
+import io
+import re
+import shutil
+import sqlite3
+from html import unescape
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import exercises
+from autograder.judge import hidden_tests, not_run
+from autograder.results import GradingResult
+from autograder.service.api.classroom import gradebook_csv
+from autograder.service.class_views import class_page, class_stats, roster
+from autograder.service.class_views.class_view import summary
+from autograder.service.gradebook import out_of_date
+from autograder.service.gradebook.mirror import Mirror
+from autograder.service.store import Caps
+from tests.grading.helpers import ASSIGNMENT
+from tests.service.test_class_page import _graded, store  # noqa: F401  (a fixture)
+
+
+@pytest.fixture(scope="module")
+def empty_gradebook(tmp_path_factory):
+    """A gradebook with ``ASSIGNMENT`` and its notebook, no graded cell (nbgrader stamps a
+    new database by running alembic, a process of seconds; a database that has a table
+    already is left unstamped, which nothing here reads)."""
+    path = tmp_path_factory.mktemp("released") / "gradebook.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    with Gradebook(f"sqlite:///{path}") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT)
+        gb.add_notebook(ASSIGNMENT, ASSIGNMENT)
+    return path
+
+
+HUB = {"ins": {"instructor": True, "signed_in": True}}
+
+
+def _not_graded(store, learner):  # noqa: F811
+    store.admit(learner, ASSIGNMENT, b"{}", "10.0.0.1", Caps(rate_count=0))
+    claimed = store.claim("host:1:0", lease=30)
+    result = GradingResult(tuple(not_run(ASSIGNMENT)), "not attempted: the stub", "not attempted",
+                           "d", 1.0)
+    assert store.finish(claimed.id, "host:1:0", result.to_record())
+
+
+# each kind of learner a class holds: how to make one (store, name) -> the drops it adds
+KINDS = {
+    "passing": lambda s, n: _graded(s, n, None) and {},
+    "failing": lambda s, n: _graded(s, n, "donates 0 of its 2 arguments") and {},
+    "not graded": lambda s, n: _not_graded(s, n) or {},
+    "failing, then not graded": lambda s, n: (_graded(s, n, "x"), _not_graded(s, n)) and {},
+    "not graded, then failing": lambda s, n: (_not_graded(s, n), _graded(s, n, "x")) and {},
+    "never submitted": lambda s, n: {},
+    "withdrawn, failing": lambda s, n: _graded(s, n, "donates 0 of 2") and {n: "withdrawn"},
+    "withdrawn, never submitted": lambda s, n: {n: "withdrawn"},
+    "an instructor's test": lambda s, n: _graded(s, "ins", "x") and {},
+}
+
+
+def _caption(html, starts):
+    [text] = [unescape(c) for c in re.findall(r"<figcaption>(.*?)</figcaption>", html)
+              if unescape(c).startswith(starts)] or [""]
+    return text
+
+
+def _count(text, pattern):
+    found = re.search(pattern, text)
+    return int(found[1]) if found else 0
+
+
+@pytest.mark.parametrize("kinds", [(k,) for k in KINDS] + [tuple(KINDS)], ids=lambda k: "+".join(k))
+def test_each_statistic_of_the_class_page_says_whom_it_counts(store, kinds):  # noqa: F811
+    """A passing learner and one of each kind in ``kinds``: the header, the pass rates, the
+    failing count of each check, the recorded scores and the timeline each name the learners
+    they count, those counts are the class's, and the pass rates are api/class's."""
+    dropped = {}
+    for i, kind in enumerate(("passing", *kinds)):
+        dropped |= KINDS[kind](store, f"l{i}")
+    course = roster.combine([f"l{i}" for i in range(len(kinds) + 1)], {ASSIGNMENT: 10.0}, HUB,
+                            None, dropped=dropped)
+    data = class_stats.class_data(store, "best", roster=course)
+    ex = data["exercises"][ASSIGNMENT]
+    html = class_page.render(data)
+    rows = ex["learners"]
+    ran = [r for r in rows if r["latest"] is not None and not r["not_graded"]]
+    not_graded = [r for r in rows if r["not_graded"]]
+    none = [r for r in rows if r["latest"] is None]
+    head = unescape(re.search(r"<h2 id=\"ex-[^\"]+-h\">.*?</h2><p>(.*?)</p>", html)[1])
+    assert _count(head, r"^(\d+) learners") == len(rows) == len(course.learners), head
+    assert _count(head, r"\((\d+) withdrawn") == len(course.withdrawn), head
+    assert _count(head, r"(\d+) submitted") == sum(1 for r in rows if r["submissions"]), head
+    assert _count(head, r"(\d+) graded") == len(ex["scores"]), head
+    assert _count(head, r"\((\d+) of them: latest notebook could not be graded") == len(not_graded)
+
+    rates = _caption(html, "Pass rate")
+    assert _count(rates, r"each of (\d+) learners") == len(ran), rates
+    assert _count(rates, r"(\d+) whose latest notebook could not be graded") == len(not_graded)
+    assert _count(rates, r"(\d+) with no graded submission") == len(none), rates
+    api = summary(store, "best", rows=course.learner_rows(store.submissions()))[ASSIGNMENT]
+    assert [(c["passed"], c["learners"]) for c in ex["checks"]] == [
+        (c["passed"], c["learners"]) for c in api["checks"]]
+    for check in ex["checks"]:  # the page's "n failing" is the learners listed under it
+        assert check["learners"] == len(ran), check
+        failing = re.search(rf'<h4 class="check">{re.escape(check["name"])}: (\d+) failing', html)
+        listed = sum(g["count"] for g in check["groups"])
+        assert (int(failing[1]) if failing else 0) == listed == check["learners"] - check["passed"]
+
+    scores = _caption(html, "Recorded scores")
+    assert _count(scores, r"of the (\d+) learners") == len(ex["scores"]), scores
+    assert _count(scores, r"the (\d+) without one") == len(rows) - len(ex["scores"]), scores
+    timeline = _caption(html, "Submissions over time")
+    assert _count(timeline, r"all (\d+) submissions") == len(ex["times"]), timeline
+    assert _count(timeline, r"of the (\d+) learners") == sum(1 for r in rows if r["submissions"])
+
+
+def _course(tmp_path, template, store, points=None):  # noqa: F811
+    """A course whose gradebook has ``ASSIGNMENT`` released with the hidden tests' cells
+    (``points``: ``{cell: max_score}`` instead of the tests' own, for some), and ada's and
+    bob's graded submissions written there by the service's mirror."""
+    folder = tmp_path / "course"
+    folder.mkdir()
+    shutil.copy(template, folder / "gradebook.db")
+    with Gradebook(f"sqlite:///{folder / 'gradebook.db'}") as gb:
+        for name, _, worth in exercises.get(ASSIGNMENT).tests():
+            gb.add_grade_cell(name, ASSIGNMENT, ASSIGNMENT, cell_type="code",
+                              max_score=(points or {}).get(name, worth))
+    mirror = Mirror(folder)
+    store.set_mark(out_of_date.DEADLINES_MARK, mirror.deadlines.state())  # penalties written
+    for who in ("ada", "bob"):
+        _graded(store, who, "x")
+        mirror.record(store.graded(who, ASSIGNMENT)[-1])
+    return mirror
+
+
+CELL = hidden_tests(ASSIGNMENT)[1][0]  # a check each learner passed (the first failed)
+
+
+def _grade(mirror, learner, **fields):
+    """Set ``fields`` of ``learner``'s :data:`CELL` as formgrader does."""
+    with Gradebook(mirror.url) as gb:
+        name = CELL
+        grade = gb.find_grade(name, ASSIGNMENT, ASSIGNMENT, learner)
+        for key, value in fields.items():
+            setattr(grade, key, value)
+        gb.db.commit()
+
+
+def _csv(mirror):
+    return {r["student_id"]: float(r["score"])
+            for r in csv.DictReader(io.StringIO(gradebook_csv(mirror.url)))}
+
+
+# each way formgrader changes a grade, and whether nbgrader's total then differs
+OVERRIDES = {
+    "a manual score above the autograder's": (lambda auto: {"manual_score": auto + 1}, True),
+    "a manual score below it": (lambda auto: {"manual_score": 0.0}, True),
+    "extra credit": (lambda auto: {"extra_credit": 0.5}, True),
+    "a manual score equal to it": (lambda auto: {"manual_score": auto}, False),
+    "both cleared again": (lambda auto: {"manual_score": None, "extra_credit": None}, False),
+}
+
+
+@pytest.mark.parametrize("how", OVERRIDES)
+def test_a_grade_changed_in_formgrader_is_said_wherever_it_differs(store, tmp_path,  # noqa: F811
+                                                                   empty_gradebook, how):  # noqa: F811
+    mirror = _course(tmp_path, empty_gradebook, store)
+    service = {who: v["recorded"] for who, v in summary(store, "best")[ASSIGNMENT]["learners"].items()}
+    assert _csv(mirror) == service and out_of_date.overrides(mirror) == []
+    with Gradebook(mirror.url) as gb:
+        auto = gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, "ada").auto_score
+    change, differs = OVERRIDES[how]
+    _grade(mirror, "ada", **change(auto))
+    said = out_of_date.overrides(mirror)
+    assert set(said) <= set(out_of_date.warnings(store, mirror, [ASSIGNMENT]))  # page, api/class
+    assert (_csv(mirror)["ada"] != service["ada"]) == differs and _csv(mirror)["bob"] == service["bob"]
+    if not differs:
+        assert said == [], (how, said)
+        return
+    assert len(said) == 1 and "changed by hand in formgrader" in said[0] and "ada" in said[0], said
+    assert "bob" not in said[0]
+    page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": said})
+    assert "changed by hand in formgrader" in page
+
+
+def test_gradebook_points_other_than_the_hidden_tests_are_said_on_the_class_page(
+        store, tmp_path, empty_gradebook):  # noqa: F811
+    """A check reweighted in the hidden tests before anyone was graded by older ones: the
+    gradebook's max_score (the CSV's) is not what the class page grades out of, and the
+    class page and api/class say so, as /api/health does."""
+    name, _, worth = hidden_tests(ASSIGNMENT)[0]
+    mirror = _course(tmp_path, empty_gradebook, store, {name: worth + 1})
+    said = out_of_date.warnings(store, mirror, [ASSIGNMENT])
+    assert any("the gradebook's points differ from the hidden tests'" in s and name in s
+               for s in said), said
+
+
+def _views(store, mirror):  # noqa: F811
+    """``{view: {learner: recorded grade}}`` of the class view (api/class, the class page),
+    api/standing's reading, the LMS's outbox and the class CSV."""
+    from autograder.service.gradebook import recorded
+    from autograder.service.lms import outbox
+    lateness = recorded.late_by(mirror.deadlines)
+    learners = summary(store, "best", mirror.deadlines)[ASSIGNMENT]["learners"]
+    return {
+        "api/class": {who: v["recorded"] for who, v in learners.items()},
+        "api/standing": {who: recorded.standing(
+            [r for r in store.submissions(who) if r.exercise == ASSIGNMENT], "best",
+            lateness)["recorded"]["score"] for who in learners},
+        "LMS": {who: score for (who, _), (score, _, _) in outbox.wanted(store, "best", lateness).items()},
+        "class CSV": _csv(mirror)}
+
+
+@pytest.mark.parametrize("every", [False, True], ids=["recorded", "every"])
+@pytest.mark.parametrize("running", [False, True], ids=["queued", "running"])
+def test_a_regrade_under_way_keeps_the_old_grade_in_every_view_and_says_so(
+        store, tmp_path, empty_gradebook, every, running):  # noqa: F811
+    """ada has a better and a later, worse attempt, bob one: while their regrades wait
+    (queued, or one taken by a worker), every view gives the old grades, as nbgrader's
+    gradebook and the LMS still hold them, and the class page says a regrade is under way;
+    once graded, the views take the new ones and the sentence goes."""
+    from autograder.service.commands import regrade
+    from autograder.service.gradebook.recorded import late_by
+    mirror = _course(tmp_path, empty_gradebook, store)  # ada's and bob's first attempts
+    _graded(store, "ada", "y")  # ada's later attempt (the same score): the gradebook keeps hers
+    before = _views(store, mirror)
+    assert all(v == before["class CSV"] for v in before.values()), before
+    made = regrade.queue(store, ASSIGNMENT, "best", late_by(mirror.deadlines), every)
+    assert len(made) == 3 if every else len(made) >= 2
+    if running:
+        store.claim("host:1:0", lease=30)
+    assert _views(store, mirror) == before
+    said = out_of_date.warnings(store, mirror, [ASSIGNMENT])
+    assert any("a regrade is under way" in s for s in said), said
+    taken = [store.get(i) for i in made if store.get(i).status == "running"]
+    while taken or (claimed := store.claim("host:1:0", lease=30)) is not None:
+        row = taken.pop() if taken else claimed
+        checks = [c.__class__(c.grade_id, c.title, c.max_score, c.max_score, "passed", "")
+                  for c in store.submissions("ada")[0].result.checks]
+        assert store.finish(row.id, row.lease_owner or "host:1:0",
+                            GradingResult(checks, "", "graded", "d", 1.0).to_record())
+    after = _views(store, mirror)
+    full = sum(p for _, _, p in hidden_tests(ASSIGNMENT))
+    assert {k: v for k, v in after.items() if k != "class CSV"} == {
+        k: {"ada": full, "bob": full} for k in ("api/class", "api/standing", "LMS")}
+    assert not any("a regrade is under way" in s for s in out_of_date.warnings(store, mirror, [ASSIGNMENT]))
+
+
+# one learner's attempts: (score of 10, hours after the due date), oldest first
+HISTORIES = {
+    "on time, then a late better one": [(6.0, -2), (10.0, 30)],
+    "on time, then a late worse one": [(8.0, -2), (4.0, 30)],
+    "late only": [(10.0, 5)],
+    "late, then on time (a regrade's time)": [(10.0, 50), (7.0, -1)],
+    "on time only": [(9.0, -1)],
+}
+
+
+@pytest.mark.parametrize("method", ["none", "zero", "per_day"])
+@pytest.mark.parametrize("rule", ["best", "latest"])
+def test_latest_and_best_on_the_class_page_are_what_the_learner_reads(tmp_path, method, rule):
+    """For each history of on-time and late attempts, under each late policy and rule
+    (due dates from a real nbgrader gradebook, with an extension for bob): the class
+    page's and api/class's latest score is the learner's own (api/standing's, after its
+    late penalty), their recorded grade is api/standing's, and under ``best`` the best
+    score is the recorded grade."""
+    from autograder.service.class_views.class_view import class_summary
+    from autograder.service.gradebook.recorded import late_by, standing
+    from tests.service.test_recorded import course, row
+    deadlines = course(tmp_path, method, per_day=3.0)
+    lateness = late_by(deadlines)
+    for history in HISTORIES.values():
+        for learner in ("ann", "bob"):
+            rows = [dataclasses.replace(row(i + 1, score, hours), learner=learner,
+                                        id=f"{learner}{i}") for i, (score, hours) in enumerate(history)]
+            page = class_summary(rows, rule, lateness, deadlines.due)["ex"]["learners"][learner]
+            mine = standing(rows, rule, lateness)
+            said = (history, learner, page, mine)
+            assert page["latest"] == mine["latest"]["score"], said
+            assert page["recorded"] == mine["recorded"]["score"], said
+            if rule == "best":
+                assert page["best"] == page["recorded"], said
+
+
+def _extension(deadlines, days):
+    with Gradebook(deadlines.url) as gb:
+        from autograder.service.gradebook.mirror import update_or_create_submission
+        update_or_create_submission(gb, ASSIGNMENT, "ann", extension=datetime.timedelta(days=days))
+
+
+def _due(deadlines, when):
+    with Gradebook(deadlines.url) as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=when)
+
+
+def _late_course(tmp_path):
+    """The :class:`Deadlines` of a course (a real nbgrader gradebook) whose ``ASSIGNMENT``
+    was due two days ago, half a point off per day late, with ann enrolled."""
+
+    from autograder.service.gradebook.lateness import Deadlines
+    (tmp_path / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        "c.AssignLatePenalties.plugin_class = 'autograder.late_policy.CourseLatePolicy'\n"
+        "c.CourseLatePolicy.penalty_method = 'per_day'\nc.CourseLatePolicy.points_per_day = 0.5\n")
+    with sqlite3.connect(tmp_path / "gradebook.db") as db:  # no alembic (empty_gradebook)
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gb:
+        gb.add_assignment(ASSIGNMENT, duedate=datetime.datetime.now(datetime.UTC).replace(
+            tzinfo=None) - datetime.timedelta(days=2))
+        gb.add_student("ann")
+    return Deadlines(url, tmp_path, sqlite_file=tmp_path / "gradebook.db")
+
+
+# each change that moves a recorded grade without a new plan of the LMS's grades
+REPLANNED = {
+    "an extension granted": lambda graded, d: _extension(d, 60),
+    "the deadline moved past the submission": lambda graded, d: _due(
+        d, datetime.datetime.now(datetime.UTC).replace(tzinfo=None) + datetime.timedelta(days=1)),
+    "the late policy edited": lambda graded, d: (d.course / "nbgrader_config.py").write_text(
+        (d.course / "nbgrader_config.py").read_text().replace("'per_day'", "'none'")),
+    "a better submission graded": lambda graded, d: _graded(graded, "ann", None),
+}
+
+
+@pytest.mark.parametrize("change", REPLANNED)
+def test_api_class_says_the_lms_holds_a_grade_only_while_it_is_the_recorded_one(
+        store, tmp_path, monkeypatch, change):  # noqa: F811
+    """ann's late grade was planned and sent to the LMS; then a course change moves her
+    recorded grade before the next plan: api/class's ``lms`` no longer says the LMS holds
+    it, and says what the LMS holds; after the plan and the send it holds it again."""
+    from autograder.service.gradebook import lateness
+    from autograder.service.gradebook.recorded import late_by
+    from autograder.service.lms import outbox
+    from autograder.service.store import lti, passback
+    monkeypatch.setattr(lateness, "CACHE_S", 0.0)  # the gradebook's dates read at once
+    deadlines = _late_course(tmp_path)
+    _graded(store, "ann", "x")
+    lti.remember_person(store, "ann", {"issuer": "i", "sub": "s-ann", "name": "Ann",
+                                       "roles": "[]", "seen_at": 0.0}, True)
+
+    def send():
+        outbox.plan(store, "best", late_by(deadlines))
+        while (row := passback.claim(store, "t", 60.0)) is not None:
+            passback.sent(store, row, "t")
+        return outbox.annotate(summary(store, "best", deadlines), store)[ASSIGNMENT]["learners"]["ann"]
+
+    sent = send()
+    assert sent["lms"] == {"holds": True, "why": None} and sent["penalty"] > 0, sent
+    REPLANNED[change](store, deadlines)
+    now = outbox.annotate(summary(store, "best", deadlines), store)[ASSIGNMENT]["learners"]["ann"]
+    assert now["recorded"] != sent["recorded"], (change, now)
+    assert now["lms"]["holds"] is False and f"holds {sent['recorded']:g}" in now["lms"]["why"]
+    assert send()["lms"] == {"holds": True, "why": None}
