@@ -286,6 +286,23 @@ SETTINGS = (
             "LTI_CLIENT_ID, LTI_AUTHORIZE_URL, LTI_JWKS_URL, LTI_DEPLOYMENT_ID), each member "
             "getting a system user on first launch, see deploy/hub/lti_sign_in.py",
             env=("HUB_AUTH",), choices=HUB_AUTHS),
+    # make hub with learners' servers on a Docker Swarm (deploy/hub/swarm_spawner.py)
+    Setting("HUB_SPAWNER", "local", "where learners' servers run (make hub): 'local', a "
+            "process of her system user; 'swarm', a container on a Docker Swarm",
+            env=("HUB_SPAWNER",), choices=("local", "swarm")),
+    Setting("HUB_SWARM_HUB_IP", "", "the address of the hub's machine that the swarm's "
+            "nodes reach (its API and the grading service listen there)",
+            env=("HUB_SWARM_HUB_IP",), default_text="none: required with HUB_SPAWNER=swarm"),
+    Setting("HUB_SWARM_DOCKER_HOST", "unix:///var/run/docker.sock", "a swarm manager's "
+            "engine", env=("HUB_SWARM_DOCKER_HOST",)),
+    Setting("HUB_SWARM_IMAGE", "course-server:latest", "the course image (deploy/image/), "
+            "on every node", env=("HUB_SWARM_IMAGE",)),
+    Setting("HUB_SWARM_HOMES", "", "folder of learners' homes, one each, on storage the "
+            "nodes share", env=("HUB_SWARM_HOMES",), default_text="swarm-homes in HUB_STATE"),
+    Setting("HUB_SWARM_NOFILE", 1024, "RLIMIT_NOFILE of a learner's server's processes",
+            env=("HUB_SWARM_NOFILE",), parse=int),
+    Setting("HUB_SWARM_NPROC", 4096, "RLIMIT_NPROC of the learner's uid on the node",
+            env=("HUB_SWARM_NPROC",), parse=int),
     # the notebooks' submit cell (make serve and make hub set these for it)
     Setting("GRADER_LEARNER", "", "who the submit cell submits as", env=("GRADER_LEARNER",),
             default_text="the hub's user, else the operating-system user"),

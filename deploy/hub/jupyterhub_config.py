@@ -208,9 +208,9 @@ c.Spawner.environment = {
 c.Spawner.env_keep = ["LANG", "LC_ALL"]
 # HUB_SPAWNER=swarm: each server a container on a Docker Swarm (swarm_spawner.py), with
 # the same limits; the hub's API and the grading service then listen where nodes reach them.
-if env("HUB_SPAWNER", "local") not in ("local", "swarm"):
-    sys.exit(f"==> HUB_SPAWNER={env('HUB_SPAWNER')}: say local or swarm")
-SWARM = env("HUB_SPAWNER") == "swarm"
+if setting("HUB_SPAWNER") not in ("local", "swarm"):
+    sys.exit(f"==> HUB_SPAWNER={setting('HUB_SPAWNER')}: say local or swarm")
+SWARM = setting("HUB_SPAWNER") == "swarm"
 if SWARM:
     from deploy.hub import swarm_spawner
     GRADER_HOST = swarm_spawner.configure(c, STATE, setting("GRADER_PORT"))

@@ -35,24 +35,10 @@ from dockerspawner import SwarmSpawner
 from jupyter_server import DEFAULT_JUPYTER_SERVER_PORT
 from traitlets import Integer, Unicode
 
+from autograder.defaults import hub_setting as setting
+
 HOME = "/home/learner"  # the image's learner home (deploy/image/Dockerfile)
 PORT = DEFAULT_JUPYTER_SERVER_PORT  # where the server listens in its container
-# HUB_SWARM_* settings and their defaults (make hub's environment; deploy/README.md)
-DEFAULTS = {
-    "HUB_SWARM_DOCKER_HOST": "unix:///var/run/docker.sock",  # a manager's engine
-    "HUB_SWARM_IMAGE": "course-server:latest",
-    "HUB_SWARM_HUB_IP": "",  # where the nodes reach the hub's API and the grading service
-    "HUB_SWARM_HOMES": "",  # default: <HUB_STATE>/swarm-homes
-    "HUB_SWARM_NOFILE": "1024",
-    "HUB_SWARM_NPROC": "4096",
-}
-
-
-def setting(name: str) -> str:
-    """``name`` from the environment, else :data:`DEFAULTS`. KeyError for another name."""
-    return os.environ.get(name, DEFAULTS[name])
-
-
 class CourseSwarmSpawner(SwarmSpawner):
     """SwarmSpawner with the course's uid, limits, home and routing (see the module)."""
 
