@@ -278,8 +278,11 @@
     subs.forEach(function (sub) {
       var item = el("li", "grader-history-item"), details = el("details");
       var r = sub.result;
+      // a late one says what it counts, as the submit cell does ("counted 0 / 10 (late)")
+      var late = r && sub.late_penalty != null ? ", counted " +
+        points(Math.max(0, r.score - sub.late_penalty)) + " / " + r.max_score + " (late)" : "";
       details.appendChild(el("summary", "", when(sub.submitted_at) + ": " +
-        (r ? points(r.score) + " / " + r.max_score : sub.status === "replaced"
+        (r ? points(r.score) + " / " + r.max_score + late : sub.status === "replaced"
           ? "replaced by a newer submission before it was graded" : sub.status)));
       if (r) { var body = el("div", "grader-history-feedback"); show(body, sub); details.appendChild(body); }
       item.appendChild(details);

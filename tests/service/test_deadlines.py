@@ -61,3 +61,35 @@ def test_late_work_is_graded_but_keeps_the_on_time_grade(new_service, course_tem
     cy = rows["cy"]  # late only: recorded with the policy's penalty, as nbgrader counts it
     assert (float(cy["raw_score"]), float(cy["late_submission_penalty"]), float(cy["score"])) == (
         10, 10, 0)
+
+
+def test_the_learners_list_of_submissions_says_what_each_late_one_counts(new_service, course_template):
+    """The exercise page's "Your submissions" (``GET api/submissions``, ``make serve``'s
+    one learner) carries each graded submission's late penalty as the submission's own
+    answer does: a late 10 / 10 that counts 0 is not shown as a plain 10 / 10."""
+    key = "k" * 8 + "-a-key-of-this-test-0123"
+    service = new_service(jobs=1, auth="local", env={"GRADER_LEARNER": "ada", "GRADER_TOKEN": key}).start()
+    held = {"Authorization": f"token {key}"}
+
+    def graded():
+        status, _, sent = http("POST", service.url + "/api/submissions", {
+            "exercise": ASSIGNMENT, "notebook": notebook_with(course_template, "reference")},
+            headers=held)
+        assert status == 202, sent
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            answer = http("GET", f"{service.url}/api/submissions/{sent['id']}", headers=held)[2]
+            if answer["status"] == "done":
+                return answer
+            time.sleep(0.5)
+        raise AssertionError(f"not graded: {answer}")
+
+    on_time = graded()
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    deadlines(service, "due", ASSIGNMENT, f"{now:%Y-%m-%d %H:%M:%S}")
+    late = graded()
+    status, _, listed = http("GET", service.url + "/api/submissions", headers=held)
+    assert status == 200, listed
+    said = {s["id"]: s.get("late_penalty", "missing") for s in listed["submissions"]}
+    assert said == {late["id"]: 10, on_time["id"]: None}
+    assert late["late_penalty"] == 10 and on_time["late_penalty"] is None  # as each one's answer

@@ -272,8 +272,9 @@ class SubmissionsHandler(Base):
         self._body_read = True
         if self.person is None:
             raise Refused(405, "method_not_allowed", "nothing lists submissions without sign-in")
+        lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
         self.send(200, await self.db(classroom.listing, self.store, self.person,
-                                     self.get_argument("learner", None)))
+                                     self.get_argument("learner", None), lateness))
 
 
 class DeadlineHandler(Base):

@@ -49,15 +49,27 @@ from autograder.service.lms import outbox, roster as lms_roster
 from autograder.service.store import withdrawn
 
 
-def listing(store, person, learner=None):
+def listing(store, person, learner=None, lateness=None):
     """``{"learner", "submissions": [submission_view(row), ...]}``, newest first: ``learner``'s
-    (``person``'s own when None). Raises :class:`Refused` 403 when ``person`` is not an
-    instructor and asks for another learner's."""
+    (``person``'s own when None), each graded one with ``late_penalty`` (points, None when on
+    time) under ``lateness`` (:func:`recorded.late_by`), as ``GET api/submissions/<id>``
+    says it. Raises :class:`Refused` 403 when ``person`` is not an instructor and asks for
+    another learner's."""
     learner = learner or person.name
     if learner != person.name and not person.instructor:
         raise Refused(403, "not_yours", "you can list your own submissions only")
-    rows = store.submissions(learner)
-    return {"learner": learner, "submissions": [submission_view(r) for r in reversed(rows)]}
+    views = []
+    for row in reversed(store.submissions(learner)):
+        view = submission_view(row)
+        if view["result"] is not None and lateness is not None:
+            try:
+                late = lateness(row)
+            except Exception as exc:  # a gradebook that cannot be read costs the note only
+                log.warning("no deadline for the answer on %s (%s)", row.id[:8], exc)
+                late = None
+            view["late_penalty"] = late.penalty if late is not None and late.seconds else None
+        views.append(view)
+    return {"learner": learner, "submissions": views}
 
 
 def gradebook_csv(gradebook_url):
