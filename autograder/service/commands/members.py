@@ -56,12 +56,16 @@ def main(argv=None):
     args = p.parse_args(argv)
     store, mirror = config.open_store(args)
     if args.command == "show":
-        for name, kind in sorted(withdrawn.kinds(store).items()):
+        kinds = sorted(withdrawn.kinds(store).items())
+        for name, kind in kinds:
             print(f"{name}: {kind}")
+        if not kinds:
+            print("nobody is dropped from the course")
         return 0
     if args.command == "enroll":
         added = roster.enroll(mirror.url, roster.class_learners(store))
-        print(f"enrolled {len(added)} learner(s) in nbgrader's gradebook: {' '.join(added)}")
+        print(f"enrolled {len(added)} learner(s) in nbgrader's gradebook: {' '.join(added)}" if added
+              else "nobody new to enrol: every learner of the class is in nbgrader's gradebook already")
         return 0
     name = args.name
     learners, staff = (_group("HUB_LEARNERS_GROUP"), _group("HUB_INSTRUCTORS_GROUP"))
