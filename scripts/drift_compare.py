@@ -206,7 +206,8 @@ def on_gpu(report):
 # took some of its rules and glued values, under the same ids. A report made before the
 # split names the old page in every row; :func:`current_page` gives each row the page that
 # asserts (or glues) it now.
-SPLIT_PAGES = {"book/lessons/sharded_state": ("book/lessons/sharded_device_put",
+SPLIT_PAGES = {"book/lessons/sharded_state": ("book/lessons/sharded_pmap",
+                                              "book/lessons/sharded_device_put",
                                               "book/lessons/sharded_optax")}
 # how a page's source names a rule it asserts and a value it glues, by row kind
 NAMED_IN_SOURCE = {"rule": re.compile(r"""\brule\(\s*["']([a-z0-9-]+)["']"""),

@@ -122,6 +122,8 @@ def test_the_committed_report_has_no_unknown_difference():
 def test_a_split_page_hands_each_row_to_the_page_that_now_names_it():
     old = "book/lessons/sharded_state"
     moved = {"device-put-reorder-consumes": "book/lessons/sharded_device_put",
+             "pmap-keyword-not-donated": "book/lessons/sharded_pmap",
+             "shard-map-aliases-per-device": "book/lessons/sharded_pmap",
              "opt-alias-is-state": "book/lessons/sharded_optax",
              "alias-is-per-device": old}
     for rule_id, page in moved.items():
