@@ -485,5 +485,5 @@ def sharded_state_values() -> dict[str, str]:
     return json.loads(done.stdout)
 
 
-# one recomputation for the four sharded lessons (their keys do not overlap)
-EXPECTED["sharded_state"] = EXPECTED["sharded_pmap"] = EXPECTED["sharded_device_put"] = EXPECTED["sharded_optax"] = sharded_state_values
+# one recomputation for the five sharded lessons (their keys do not overlap)
+EXPECTED["sharded_state"] = EXPECTED["sharded_auto_axes"] = EXPECTED["sharded_pmap"] = EXPECTED["sharded_device_put"] = EXPECTED["sharded_optax"] = sharded_state_values
