@@ -206,7 +206,9 @@ def on_gpu(report):
 # took some of its rules and glued values, under the same ids. A report made before the
 # split names the old page in every row; :func:`current_page` gives each row the page that
 # asserts (or glues) it now.
-SPLIT_PAGES = {"book/lessons/sharded_state": ("book/lessons/sharded_device_put",
+SPLIT_PAGES = {"book/lessons/sharded_state": ("book/lessons/sharded_auto_axes",
+                                              "book/lessons/sharded_pmap",
+                                              "book/lessons/sharded_device_put",
                                               "book/lessons/sharded_optax")}
 # how a page's source names a rule it asserts and a value it glues, by row kind
 NAMED_IN_SOURCE = {"rule": re.compile(r"""\brule\(\s*["']([a-z0-9-]+)["']"""),
@@ -225,7 +227,11 @@ def named_in_source(page, kind):
 
 def current_page(row):
     """The page that holds report row ``row``'s rule or glued value now: its ``where``,
-    or, for a page since split (:data:`SPLIT_PAGES`), the new page whose source names the id."""
+    or, for a page since split (:data:`SPLIT_PAGES`) whose source no longer names the id,
+    the new page whose source does (a value such as ``jax_version`` that the old page and a
+    new one both glue stays with the old page)."""
+    if row["where"] in SPLIT_PAGES and row["id"] in named_in_source(row["where"], row["kind"]):
+        return row["where"]
     for page in SPLIT_PAGES.get(row["where"], ()):
         if row["id"] in named_in_source(page, row["kind"]):
             return page

@@ -1,4 +1,4 @@
-"""Fresh recomputation of the values the sharded_state lesson glues into its prose.
+"""Fresh recomputation of the values the sharded lessons glue into their prose.
 
 Run as a script (`python tests/book/recompute_sharded.py`); it prints one JSON
 object, {glue key: text}. It needs its own process: `jax_num_cpu_devices` only
@@ -250,11 +250,23 @@ def train_step_values(v: dict) -> None:
     v["opt_same_losses"] = losses_p == losses_d
 
 
+def shard_map_and_pmap(v: dict) -> None:
+    """Bytes aliased per device by a donating jit of an elementwise shard_map, and by a
+    donating pmap whose input is its own earlier (split) result."""
+    body = jax.shard_map(lambda s: s * 2.0, mesh=MESH, in_specs=P("data"), out_specs=P("data"))
+    v["shard_map_alias_bytes"], _, _ = aliased_bytes(body, put(np.ones(64, np.float32), SPLIT))
+    step = jax.pmap(lambda p, g: p - g, donate_argnums=0)
+    g = jnp.zeros((N, 4))
+    split_result = step(jnp.zeros((N, 4)), g)
+    v["pmap_alias_bytes"] = step.lower(split_result, g).compile().memory_analysis().alias_size_in_bytes
+
+
 def values() -> dict[str, str]:
     v: dict = {"jax_version": jax.__version__, "n_devices": len(jax.devices())}
     single_and_tree(v)
     device_put_cases(v)
     train_step_values(v)
+    shard_map_and_pmap(v)
     v["cpu_memory_stats"] = jax.devices()[0].memory_stats()
     return {k: str(x) for k, x in v.items()}
 

@@ -17,7 +17,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 HTML = REPO / "_build" / "html"
 LESSONS = ("donate_argnums", "state_tree", "lifetimes", "silent_donation")
 # the sharded lessons, apart from the tuple so lessons added there merge cleanly
-LESSONS = LESSONS + ("sharded_state", "sharded_device_put", "sharded_optax")
+LESSONS = LESSONS + ("sharded_state", "sharded_auto_axes", "sharded_pmap", "sharded_device_put", "sharded_optax")
 
 
 def build_book(path: Path, *extra: str, timeout: int = 600,

@@ -122,12 +122,18 @@ def test_the_committed_report_has_no_unknown_difference():
 def test_a_split_page_hands_each_row_to_the_page_that_now_names_it():
     old = "book/lessons/sharded_state"
     moved = {"device-put-reorder-consumes": "book/lessons/sharded_device_put",
+             "pmap-keyword-not-donated": "book/lessons/sharded_pmap",
+             "auto-mesh-drops-silently": "book/lessons/sharded_auto_axes",
+             "shard-map-aliases-per-device": "book/lessons/sharded_pmap",
              "opt-alias-is-state": "book/lessons/sharded_optax",
              "alias-is-per-device": old}
     for rule_id, page in moved.items():
         assert drift_compare.current_page({"kind": "rule", "where": old, "id": rule_id}) == page
     glued = {"kind": "glue", "where": old, "id": "opt_alias_bytes"}
     assert drift_compare.current_page(glued) == "book/lessons/sharded_optax"
+    # a value the old page still glues, though a new page glues it too, stays
+    version = {"kind": "glue", "where": old, "id": "jax_version"}
+    assert drift_compare.current_page(version) == old
     # the same id on a page that was not split stays there
     other = {"kind": "rule", "where": "book/lessons/lifetimes", "id": "cpu-no-memory-stats"}
     assert drift_compare.current_page(other) == "book/lessons/lifetimes"
