@@ -34,13 +34,22 @@ ESCAPES = [Path("/tmp/hostile-was-here"), Path("/work/hostile-was-here"),
            Path("/var/tmp/hostile-was-here"), REPO / "autograder" / "pwned.py"]
 
 
-def sandbox_processes():
-    """Processes of sandbox uids that no grader holds a lease on (leaked ones).
+def sandbox_processes(grace_s=10.0):
+    """Processes of sandbox uids that no grader holds a lease on (leaked ones), once those
+    still ending have had ``grace_s`` seconds to go (a process killed as its supervisor
+    left can still be in /proc for a moment on a loaded machine; a leaked one stays).
 
     A grader holds a uid's lease for as long as it runs learner code as that
     uid, so processes under a free uid have outlived their grading. (Other
     graders may be running on the same machine: their uids are leased.)
     """
+    deadline = time.monotonic() + grace_s
+    while (leaked := _unleased()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return leaked
+
+
+def _unleased():
     owners = {}
     for proc in Path("/proc").iterdir():
         try:

@@ -55,6 +55,9 @@ def launch(browser, platform, hub, sub, role=LEARNER, target=None, bad=None, **m
     with page.expect_response(lambda r: r.url.endswith(CALLBACK), timeout=WAIT_MS) as answer:
         page.goto(platform.launch_page(sub, f"Member {sub}", role,
                                        target or hub.url("/"), bad=bad, **more))
+    # the response can come before the page commits to it (a loaded machine): wait until
+    # the page is no longer the LMS's, then for its load
+    page.wait_for_url(lambda url: not url.startswith(platform.url), timeout=WAIT_MS)
     page.wait_for_load_state("load", timeout=WAIT_MS)
     return page, answer.value.status, sent
 
