@@ -37,32 +37,17 @@ PROCESS_SIGNS = ("pthread_create() failed", "can't start new thread",
 def serve(conn: socket.socket, rfile: BufferedIOBase, wfile: BufferedIOBase) -> None:
     """Read one request from the grader on ``conn``, supervise it, answer on ``wfile``."""
     request, limits, lease = wire.receive_request(conn, rfile)
-    leftovers: list[str] = []
-    try:
-        wire.send_outcome(wfile, supervise(request, limits, lease, leftovers))
-    finally:  # after the answer: the grader judges meanwhile (this process holds the lease)
-        _remove(leftovers)
+    wire.send_outcome(wfile, supervise(request, limits, lease))
 
 
-def _remove(paths):
-    """Remove the scratch folders and logs ``paths`` (str), whatever is in them."""
-    for path in paths:
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            Path(path).unlink(missing_ok=True)
-
-
-def supervise(request, limits, lease, leftovers=None):
+def supervise(request, limits, lease):
     """Fork the learner's process, wait for it within the limits, clean up; an :class:`Outcome`.
 
     ``lease`` is the :class:`~autograder.sandbox.Lease` of the learner's uid
     (None when not root). As root the learner's process is moved into a cgroup of
     its own (:func:`~autograder.sandbox.cgroups.make_submission_group`, bounding the memory
     and processes of all it starts together) before it runs anything, and that cgroup is
-    killed and removed however the submission ends. Its scratch folder and log are
-    removed before this returns, or, when ``leftovers`` (a list) is given, their paths
-    are appended to it for the caller to remove once it has answered.
+    killed and removed however the submission ends.
     Raises OSError or RuntimeError when the cgroup cannot be made or joined.
     """
     uid = lease.uid if lease else None
@@ -101,10 +86,8 @@ def supervise(request, limits, lease, leftovers=None):
             hits.add("memory_killed")
         return _outcome(code, timed_out, raw, tail, limits, time.monotonic() - start, hits)
     finally:
-        if leftovers is None:
-            _remove([scratch, log_path])
-        else:
-            leftovers += [scratch, log_path]
+        shutil.rmtree(scratch, ignore_errors=True)
+        Path(log_path).unlink(missing_ok=True)
 
 
 def _let_go(pid, group, go_write):

@@ -1,6 +1,5 @@
 """`python -m autograder` refuses bad usage before grading anything, and leaves
-no zygote socket folder behind; a zygote started before the exercises are known serves
-them, and exits when its grader is gone."""
+no zygote socket folder behind."""
 import os
 
 from tests.course import grader_cli
@@ -32,44 +31,3 @@ def test_the_zygote_leaves_no_socket_folder_behind():
     orphaned.proc.wait(timeout=30)
     for z in (stopped, orphaned):
         assert not os.path.exists(os.path.dirname(z.path))
-
-
-def test_a_prestarted_zygote_grades_and_leaves_no_scratch_behind():
-    """The command starts its zygote before it reads the hand-ins (``prestart``); the
-    launch then tells that very process its exercise. Each supervisor removes its scratch
-    folder and log after it answered."""
-    import glob
-    import tempfile
-    import time
-
-    from autograder import sandbox
-
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "grade-*")))
-    z = sandbox.Zygote()
-    try:
-        z.prestart()
-        spare = z.spare
-        z.launch(["update_with_donate"])
-        assert z.proc is spare and z.spare is None
-        request = {"exercise": "update_with_donate", "seed": 1, "memory_mib": 4096, "hide": [],
-                   "cells": [{"label": "answer", "source": (SAMPLES / "reference.py").read_text()}]}
-        with sandbox.lease_uid(9) as lease:
-            outcome = z.send(request, sandbox.Limits(seconds=120), lease)
-        assert outcome.status == "ok", outcome
-        assert "missing" not in outcome.reply["obs"]
-        deadline = time.monotonic() + 30
-        while set(glob.glob(os.path.join(tempfile.gettempdir(), "grade-*"))) - before:
-            assert time.monotonic() < deadline, "a supervisor left its scratch folder or log"
-            time.sleep(0.05)
-    finally:
-        z.stop()
-
-
-def test_a_prestarted_zygote_exits_when_its_grader_is_gone():
-    from autograder.sandbox import Zygote
-
-    z = Zygote()
-    z.prestart()
-    z.spare.stdin.close()  # the grader died before it knew its exercises
-    assert z.spare.wait(timeout=120) == 0
-    z.spare.stdout.close()
