@@ -16,18 +16,11 @@ import argparse
 import os
 import sys
 
-from autograder import sandbox
+from tqdm import tqdm
 
-if __name__ == "__main__" and sys.argv[1:2] != ["gradescope"]:
-    # The zygote imports JAX (most of a one-submission run's start) while this process
-    # imports the rest and reads the hand-ins.
-    sandbox.shared().prestart()
-
-from tqdm import tqdm  # noqa: E402
-
-from autograder import defaults, options, pipeline  # noqa: E402
-from autograder.exercises import current, names as exercise_names  # noqa: E402
-from autograder.files import Files, ResultsFolder  # noqa: E402
+from autograder import defaults, options, pipeline, sandbox
+from autograder.exercises import current, names as exercise_names
+from autograder.files import Files, ResultsFolder
 
 
 def parse(argv):
@@ -52,7 +45,6 @@ def main(argv=None):
         return gradescope.build_main(argv[1:])
     args = parse(argv)
     missing = [p for p in args.paths if not os.path.lexists(p)]
-    sandbox.shared().prestart()  # where main is called without the module's start
     if missing:  # a typo must not become a learner's zero
         print(f"no such file or folder: {', '.join(missing)}; nothing graded", file=sys.stderr)
         return 2

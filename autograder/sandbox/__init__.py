@@ -28,7 +28,6 @@ import cycle (``tests/grading/test_imports.py``).
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import os
 import shutil
@@ -141,7 +140,6 @@ class Zygote:
         self.cannot_run: str | None = None  # why no learner process could run, when none could
         self.versions: dict[str, str] = {}  # exercise -> version of its grading the zygote preloaded
         self.cached: list[str] = []  # the compile cache's folders the zygote holds
-        self.spare: subprocess.Popen[str] | None = None  # started, not yet told its exercises
         # (zygote, when) replaced by a newer one, closed a while later
         self.retired: list[tuple[subprocess.Popen[str], float]] = []
 
@@ -174,19 +172,14 @@ class Zygote:
             self.ready, self.cannot_run = False, None
             folder = tempfile.mkdtemp(prefix="zygote-")  # mode 0700: root only
             self.path = os.path.join(folder, "socket")
-            self.proc, self.spare = self.spare or _boot(), None
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps([self.path, sorted(wanted), self.cached]) + "\n")
-            self.proc.stdin.flush()
-
-    def prestart(self) -> None:
-        """Start a zygote's interpreter now, before the exercises are known: it imports JAX
-        and makes IPython's shell while this process reads the hand-ins; the next
-        :meth:`launch` tells it its exercises instead of starting one. Does nothing when
-        a zygote runs or one was prestarted."""
-        with self.lock:
-            if self.spare is None and not (self.proc and self.proc.poll() is None):
-                self.spare = _boot()
+            code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
+                    f"from autograder.sandbox.zygote import main; "
+                    f"main({self.path!r}, {tuple(sorted(wanted))!r}, {tuple(self.cached)!r})")
+            env = zygote_environment()
+            self.proc = subprocess.Popen([interpreter(), "-I", "-c", stack_at_hard_limit(code)],
+                                         env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         text=True)
 
     def _close_retired(self, after=RETIRE_S):
         """Let replaced zygotes exit (EOF on their stdin) ``after`` seconds on; their
@@ -237,11 +230,7 @@ class Zygote:
             return wire.receive_outcome(conn)
 
     def stop(self):
-        """Kill the zygote (and those it replaced, and one prestarted) and remove its
-        socket folder."""
-        if self.spare is not None:
-            self.retired.append((self.spare, 0.0))
-            self.spare = None
+        """Kill the zygote (and those it replaced) and remove its socket folder."""
         for proc, _ in self.retired:
             proc.kill()
             proc.wait()
@@ -253,16 +242,6 @@ class Zygote:
             self.proc.wait()
         if self.path:
             shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
-
-
-def _boot() -> subprocess.Popen[str]:
-    """A new zygote process (:func:`autograder.sandbox.zygote.boot`): it imports JAX, then
-    waits on its stdin for its socket's path, exercises and compile cache folders."""
-    code = (f"import sys; sys.path[:0] = {import_paths()!r}; "
-            f"from autograder.sandbox.zygote import boot; boot()")
-    return subprocess.Popen([interpreter(), "-I", "-c", stack_at_hard_limit(code)],
-                            env=zygote_environment(),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
 def _cached(versions):

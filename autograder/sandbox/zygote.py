@@ -12,7 +12,6 @@ submission, served by a forked child, the supervisor
 from __future__ import annotations
 
 import gc
-import json
 import os
 import select
 import shutil
@@ -49,28 +48,13 @@ class _Server(socketserver.ForkingMixIn, socketserver.UnixStreamServer):
             os._exit(0)
 
 
-def boot() -> None:
-    """The zygote's entry point: check isolation and import what every submission needs
-    (JAX, IPython's shell) at once, then read one line on stdin, the JSON list ``[path,
-    exercises, cached]``, and go on as :func:`main`. The grader starts it before it knows
-    the exercises (:meth:`autograder.sandbox.Zygote.prestart`), so that these imports run
-    while it reads the hand-ins; it exits when stdin ends first (the grader is gone)."""
-    problem = confine.isolation_problem()
-    learner.preload()
-    line = sys.stdin.readline()
-    if not line:
-        os._exit(0)
-    path, exercises, cached = json.loads(line)
-    main(path, exercises, cached, problem)
-
-
-def main(path: str, exercises: Sequence[str] = (), cached: Sequence[str] = (),
-         problem: str | None = None) -> None:
-    """Preload ``exercises``, note the compile cache's warm folders ``cached``
-    (:mod:`autograder.sandbox.compile_cache`: their paths only; each supervisor serves
-    their entries after it forked its learner), listen on ``path``, say ready (and, on
-    the same line, ``problem``: why learner processes cannot be isolated, if they
+def main(path: str, exercises: Sequence[str] = (), cached: Sequence[str] = ()) -> None:
+    """The zygote's entry point: preload ``exercises``, note the compile cache's warm
+    folders ``cached`` (:mod:`autograder.sandbox.compile_cache`: their paths only; each
+    supervisor serves their entries after it forked its learner), listen on ``path``, say
+    ready (and, on the same line, why learner processes cannot be isolated, if they
     cannot), serve."""
+    problem = confine.isolation_problem()
     learner.preload(exercises)
     compile_cache.FOLDERS[:] = cached
     # What preload made lives as long as the zygote: out of the collector's sight, a
