@@ -29,6 +29,7 @@ def test_late_work_is_graded_but_keeps_the_on_time_grade(new_service, course_tem
     service = new_service(jobs=1).start()
     on_time = service.submit("ada", notebook_with(course_template, "reference"))
     service.wait_done([on_time])
+    time.sleep(1.1)  # the due date is given to the second: a whole one after on_time's submission
     now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     shown = deadlines(service, "due", ASSIGNMENT, f"{now:%Y-%m-%d %H:%M:%S}")
     assert f"{ASSIGNMENT}: due {now:%Y-%m-%d %H:%M:%S}" in shown
@@ -85,6 +86,7 @@ def test_the_learners_list_of_submissions_says_what_each_late_one_counts(new_ser
         raise AssertionError(f"not graded: {answer}")
 
     on_time = graded()
+    time.sleep(1.1)  # the due date is given to the second: a whole one after on_time's submission
     now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
     deadlines(service, "due", ASSIGNMENT, f"{now:%Y-%m-%d %H:%M:%S}")
     late = graded()
