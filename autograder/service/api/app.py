@@ -34,7 +34,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from autograder import defaults
 from autograder.exercises import current, names as exercise_names
 from autograder.service.api import classroom, health, lti_routes, waiting
-from autograder.service.api.handler import Base, Refused, echo, log, submission_view
+from autograder.service.api.handler import Base, Refused, echo, late_penalty, log, submission_view
 from autograder.service.gradebook import out_of_date, recorded
 from autograder.service.gradebook.lateness import Lateness
 from autograder.service.store import CapReached, Caps, caps, process_name, storage_problem
@@ -351,12 +351,7 @@ class SubmissionHandler(Base):
                 data["held"] = HELD_WORDS
         if data["result"] is not None:  # what it counts, under the deadlines in force now
             lateness = recorded.late_by(self.application.settings["mirror"].deadlines)
-            try:
-                late = await self.db(lateness, row)
-            except Exception as exc:  # a gradebook that cannot be read costs the note only
-                log.warning("no deadline for the answer on %s (%s)", row.id[:8], exc)
-                late = Lateness()
-            data["late_penalty"] = late.penalty if late.seconds else None
+            data["late_penalty"] = await self.db(late_penalty, lateness, row)
         self.send(200, data)
 
 

@@ -41,7 +41,7 @@ from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
 from autograder.defaults import CHECKOUT
-from autograder.service.api.handler import Base, Refused, echo, log, submission_view
+from autograder.service.api.handler import Base, Refused, echo, late_penalty, log, submission_view
 from autograder.service.class_views import class_page, class_stats, roster
 from autograder.service.class_views.class_view import summary
 from autograder.service.gradebook import out_of_date
@@ -62,12 +62,7 @@ def listing(store, person, learner=None, lateness=None):
     for row in reversed(store.submissions(learner)):
         view = submission_view(row)
         if view["result"] is not None and lateness is not None:
-            try:
-                late = lateness(row)
-            except Exception as exc:  # a gradebook that cannot be read costs the note only
-                log.warning("no deadline for the answer on %s (%s)", row.id[:8], exc)
-                late = None
-            view["late_penalty"] = late.penalty if late is not None and late.seconds else None
+            view["late_penalty"] = late_penalty(lateness, row)
         views.append(view)
     return {"learner": learner, "submissions": views}
 

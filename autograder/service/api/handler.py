@@ -136,6 +136,18 @@ def echo(value):
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(text)} characters)"
 
 
+def late_penalty(lateness, row):
+    """The points lateness takes from graded ``row`` under ``lateness``
+    (:func:`~autograder.service.gradebook.recorded.late_by`), None when on time; a gradebook
+    that cannot be read costs the note only (None, logged)."""
+    try:
+        late = lateness(row)
+    except Exception as exc:
+        log.warning("no deadline for the answer on %s (%s)", row.id[:8], exc)
+        return None
+    return late.penalty if late.seconds else None
+
+
 def submission_view(sub):
     """The public view of one :class:`~autograder.service.store.rows.Submission` (a JSON-ready
     dict; only its holder knows the id). Times missing from a done one count as 0."""
