@@ -80,16 +80,22 @@ def test_each_grouped_node_exists(prefix):
     assert any(n.startswith(test.split("[")[0]) for n in vars(module)), f"tests/tiers.py: no {prefix}"
 
 
-def test_make_test_starts_the_site_then_the_split_groups_then_the_biggest_modules():
+def test_make_test_starts_the_site_then_the_split_groups_then_the_long_then_the_biggest_modules():
     nodeids = ["tests/service/test_api.py::a", "tests/service/test_api.py::b",
                "tests/service/test_restart.py::a",
                "tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]",
                "tests/grading/test_exercises.py::test_x[a]", "tests/book/test_book_site.py::a",
-               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded"]
+               "tests/grading/test_golden.py::test_every_door_and_group_is_recorded",
+               "tests/grading/test_cgroup_v2_vm.py::a", "tests/service/test_course_changes.py::a"]
     assert tiers.start_order(nodeids) == [
         "course-site", "tests/grading/test_golden.py::test_results_are_unchanged[service-hostile.json]",
-        "cli-samples", "tests/service/test_api.py",
-        "tests/service/test_restart.py", "tests/grading/test_golden.py"]
+        "cli-samples", "tests/service/test_course_changes.py", "tests/grading/test_cgroup_v2_vm.py",
+        "tests/service/test_api.py", "tests/service/test_restart.py", "tests/grading/test_golden.py"]
+
+
+@pytest.mark.parametrize("module", tiers.LONG)
+def test_each_long_module_exists(module):
+    assert (REPO / module).is_file(), f"tests/tiers.py: LONG names no {module}"
 
 
 @pytest.mark.parametrize("module", tiers.OWN_HUBS)

@@ -183,6 +183,15 @@ ALONE = (
     "tests/grading/test_exercises.py::test_nbgrader_autograde_agrees_on_every_total[",
 )
 
+# Modules whose group holds one worker a minute or more (make test's slowest steps, runs of
+# 2026-12-07), with few tests each: by test count they started among the last, and the run
+# ended on one of them (the service's course changes, 200 s, began at 1402 s of a 1637 s
+# run) while the other workers had nothing left. Longest first, before the other modules.
+LONG = ("tests/service/test_course_changes.py", "tests/grading/test_compile_cache_sandbox.py",
+        "tests/grading/test_cgroup_v2_vm.py", "tests/grading/test_agreement.py",
+        "tests/grading/test_self_checks.py", "tests/grading/test_no_server_reached.py",
+        "tests/service/test_backup.py")
+
 
 def group_of(nodeid: str) -> str:
     """The ``make test`` worker group of the test ``nodeid``: ``course-site`` for the
@@ -202,9 +211,9 @@ def group_of(nodeid: str) -> str:
 def start_order(nodeids) -> list[str]:
     """The groups of ``nodeids`` (collected node ids), in the order ``make test``'s workers
     take them: the course site's, then those :data:`SHARED` and :data:`ALONE` split out for
-    their cost, then the rest, most tests first. (pytest-xdist's own
-    order, most tests first, would start the single-test groups that grade a whole corpus
-    last, and the run would end on one worker.)"""
+    their cost, then the :data:`LONG` modules in its order, then the rest, most tests
+    first. (pytest-xdist's own order, most tests first, would start the single-test groups
+    that grade a whole corpus last, and the run would end on one worker.)"""
     counts = {}
     for nodeid in nodeids:
         group = group_of(nodeid)
@@ -212,8 +221,10 @@ def start_order(nodeids) -> list[str]:
 
     def rank(group):
         if group in SITE:
-            return 0
-        return 1 if group.startswith(ALONE) or group in SHARED.values() else 2
+            return (0, 0)
+        if group.startswith(ALONE) or group in SHARED.values():
+            return (1, 0)
+        return (2, LONG.index(group)) if group in LONG else (3, 0)
 
     return sorted(counts, key=lambda g: (rank(g), -counts[g]))
 
