@@ -2,9 +2,12 @@
 replace or spoil an entry another learner's grading loads, whichever way it tries, and a
 grade with the cache is the grade without it (a spoiled entry included).
 
-Root only (sandbox uids, mount namespaces); a cache of their own, warmed once per module.
+Root only (sandbox uids, mount namespaces); a cache of their own, warmed once per module,
+and a zygote with it and one without, each started once per module (:func:`zygotes`), as
+a grader keeps one zygote for every submission it grades.
 """
 import ast
+import contextlib
 import hashlib
 import os
 import shutil
@@ -60,6 +63,31 @@ def zygote(folder, monkeypatch):
     z = sandbox.Zygote()
     z.launch([EXERCISE])
     return z
+
+
+@pytest.fixture(scope="module")
+def zygotes():
+    """``with zygotes(folder) as z``: the module's zygote with the cache at ``folder``'s
+    root (None: off), started on first use and kept to the module's end, with
+    ``GRADER_COMPILE_CACHE`` set to that root meanwhile (a zygote compares its cache
+    folders with the setting's at every grading and starts afresh where they differ).
+    A zygote each test started anew cost an interpreter importing JAX each (19 in all)."""
+    made = {}
+
+    @contextlib.contextmanager
+    def using(folder):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GRADER_COMPILE_CACHE", str(folder.parent) if folder else "")
+            if folder not in made:
+                made[folder] = sandbox.Zygote()
+                made[folder].launch([EXERCISE])
+            yield made[folder]
+
+    try:
+        yield using
+    finally:
+        for z in made.values():
+            z.stop()
 
 
 def grade(z, cells, slot=7):
@@ -258,19 +286,15 @@ def test_a_learner_uid_cannot_touch_the_cache_even_where_it_sees_it(cache):
     assert tree(cache) == before
 
 
-def test_a_submission_cannot_touch_the_cache_and_the_next_grade_is_unchanged(cache, monkeypatch):
+def test_a_submission_cannot_touch_the_cache_and_the_next_grade_is_unchanged(cache, zygotes):
     """A submission tries every attempt on the cache's real path (JAX's own write path
     too); the cache is byte for byte as it was, and the next learner's grade is the one
     graded without a cache, from the cache's entries."""
     before = tree(cache)
-    off = zygote(None, monkeypatch)
-    try:
+    with zygotes(None) as off:
         want, counts, _ = grade(off, sample("reference"))
-    finally:
-        off.stop()
     assert counts is None
-    on = zygote(cache, monkeypatch)
-    try:
+    with zygotes(cache) as on:
         attack = ATTEMPTS + (f"\nATTEMPTS.append(forge_channel)\n"
                              f"print('SAID', attempt_all({str(cache)!r}))\n")
         _, _, tail = grade(on, sample("reference") + [("cell 2", attack)])
@@ -278,14 +302,12 @@ def test_a_submission_cannot_touch_the_cache_and_the_next_grade_is_unchanged(cac
         said = ast.literal_eval(tail[tail.index("SAID") + 5:].strip().splitlines()[0])
         assert said["forge_channel"] == "nothing changed", said
         got, counts, _ = grade(on, sample("reference"))
-    finally:
-        on.stop()
     assert tree(cache) == before
     assert got == want
     assert counts["hits"] > 0 and counts["misses"] == 0, counts
 
 
-def test_a_spoiled_entry_costs_only_its_compile(cache, monkeypatch, tmp_path):
+def test_a_spoiled_entry_costs_only_its_compile(cache, zygotes, monkeypatch, tmp_path):
     """Every entry of a copy of the cache spoiled a different way (flipped, truncated,
     another program's bytes, a link): the grade is the grade without a cache."""
     copy_root = tmp_path / "spoiled"
@@ -300,12 +322,9 @@ def test_a_spoiled_entry_costs_only_its_compile(cache, monkeypatch, tmp_path):
             lambda p: (p.unlink(), p.symlink_to(entries[0]))]
     for i, path in enumerate(entries):
         ways[i % len(ways)](path)
-    off = zygote(None, monkeypatch)
-    try:
+    with zygotes(None) as off:
         want, _, _ = grade(off, sample("reference"))
-    finally:
-        off.stop()
-    on = zygote(folder, monkeypatch)
+    on = zygote(folder, monkeypatch)  # its own: the spoiled copy is this test's
     try:
         got, counts, _ = grade(on, sample("reference"))
     finally:
@@ -316,16 +335,13 @@ def test_a_spoiled_entry_costs_only_its_compile(cache, monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("name", ["reference", "lambda_helper", "wrong_arithmetic", "no_donation",
                                   "reads_donated", "no_jit"])
-def test_grades_are_the_same_with_the_cache_and_without(cache, monkeypatch, name):
+def test_grades_are_the_same_with_the_cache_and_without(cache, zygotes, name):
     """Full-mark answers the cache was warmed with and wrong ones it was not: the same
     result, check by check and word for word."""
     grades = []
     for folder in (None, cache):
-        z = zygote(folder, monkeypatch)
-        try:
+        with zygotes(folder) as z:
             grades.append(grade(z, sample(name))[0])
-        finally:
-            z.stop()
     assert grades[0] == grades[1]
 
 
@@ -347,19 +363,16 @@ def memory_holds(pid, needles):
     return found
 
 
-def test_no_process_a_learner_is_forked_from_holds_an_entry(cache, monkeypatch):
+def test_no_process_a_learner_is_forked_from_holds_an_entry(cache, zygotes):
     """The zygote (which every supervisor and learner's process is forked from) holds the
     folders' paths, never an entry: after a grading served by the cache none of the
     entries' bytes is anywhere in its memory, so no learner's process can read one it did
     not compile itself."""
     needles = {p.read_bytes()[4:260] for p in cache.glob(f"*{compile_cache.SUFFIX}")}
-    z = zygote(cache, monkeypatch)
-    try:
+    with zygotes(cache) as z:
         _, counts, _ = grade(z, sample("reference"))
         assert counts["hits"] > 0
         assert memory_holds(z.proc.pid, needles) == set()
-    finally:
-        z.stop()
 
 
 # Memory hogs: a right answer, then code that holds memory in its process. Generated from
@@ -445,19 +458,15 @@ def grade_hog(z, answer, slot):
     return {"score": result.score, "status": result.status}, result.output
 
 
-def test_a_memory_hog_grades_the_same_with_the_cache_and_without(cache, monkeypatch):
+def test_a_memory_hog_grades_the_same_with_the_cache_and_without(cache, zygotes):
     """Every hog of :func:`hogs`: the same points and status with the cache and without;
     the ones whose code reached the limit get the memory status, the others their points."""
     family, got = hogs(), {}
     for label, folder in (("off", None), ("on", cache)):
-        z = zygote(folder, monkeypatch)
-        try:
-            with ThreadPoolExecutor(2) as pool:  # two at a time, as --jobs 2 grades
-                graded = pool.map(lambda item, z=z: grade_hog(z, item[1], 9 + item[0] % 2)[0],
-                                  enumerate(family.values()))
-                got[label] = dict(zip(family, graded))
-        finally:
-            z.stop()
+        with zygotes(folder) as z, ThreadPoolExecutor(2) as pool:  # two at a time, as --jobs 2
+            graded = pool.map(lambda item, z=z: grade_hog(z, item[1], 9 + item[0] % 2)[0],
+                              enumerate(family.values()))
+            got[label] = dict(zip(family, graded))
     differ = {n: (got["off"][n], got["on"][n]) for n in family if got["off"][n] != got["on"][n]}
     assert not differ, differ
     wrong = {n: v for n, v in got["on"].items()
