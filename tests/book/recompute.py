@@ -245,7 +245,7 @@ def _growth_keeping_old_states(batches, epochs) -> int:
 
 @lru_cache(None)
 def lifetimes_values() -> dict[str, str]:
-    v = {}
+    v = {"jax_version": jax.__version__}
     donating = jax.jit(_pair_step, donate_argnums=0)
     s = _Pair(jnp.ones((4, 4), jnp.float32), jnp.zeros(4, jnp.float32))
     batch = jnp.full((4, 4), 0.5, jnp.float32)
@@ -351,7 +351,7 @@ def _ones(n=1024):
 
 @lru_cache(None)
 def silent_donation_values() -> dict[str, str]:
-    v = {}
+    v = {"jax_version": jax.__version__}
 
     def times_two(x):
         return 2 * x
