@@ -232,8 +232,10 @@
   function standingWords(s) {
     if (!s.recorded) return "No graded submission yet.";
     var r = s.recorded, text = "Your recorded grade: " + points(r.score) + " / " + r.max_score +
-      " (submitted " + r.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
-    if (s.latest && s.latest.id !== r.id) {
+      " (submitted " + r.submitted_at.slice(0, 16).replace("T", " ") + " UTC)" +
+      (r.set_by ? ", set by your instructor (the autograder gave " + points(r.set_by.autograder) +
+        ")." : ".");
+    if (s.latest && (s.latest.id !== r.id || r.set_by)) {
       text += " Latest graded submission: " + points(s.latest.score) + " / " + s.latest.max_score +
         " (" + s.latest.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
     }

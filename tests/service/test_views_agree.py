@@ -124,10 +124,12 @@ def test_each_statistic_of_the_class_page_says_whom_it_counts(store, kinds):  # 
     assert _count(timeline, r"of the (\d+) learners") == sum(1 for r in rows if r["submissions"])
 
 
-def _course(tmp_path, template, store, points=None):  # noqa: F811
+def _course(tmp_path, template, store, points=None, late=False):  # noqa: F811
     """A course whose gradebook has ``ASSIGNMENT`` released with the hidden tests' cells
     (``points``: ``{cell: max_score}`` instead of the tests' own, for some), and ada's and
-    bob's graded submissions written there by the service's mirror."""
+    bob's graded submissions written there by the service's mirror (``late``: due two days
+    before they submitted, a third of a point off per day late)."""
+    from autograder.service.gradebook.recorded import late_by
     folder = tmp_path / "course"
     folder.mkdir()
     shutil.copy(template, folder / "gradebook.db")
@@ -135,12 +137,27 @@ def _course(tmp_path, template, store, points=None):  # noqa: F811
         for name, _, worth in exercises.get(ASSIGNMENT).tests():
             gb.add_grade_cell(name, ASSIGNMENT, ASSIGNMENT, cell_type="code",
                               max_score=(points or {}).get(name, worth))
+        if late:
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime.datetime.now(
+                datetime.UTC).replace(tzinfo=None) - datetime.timedelta(days=2))
+    if late:
+        (folder / "nbgrader_config.py").write_text(
+            "c = get_config()\n"
+            "c.AssignLatePenalties.plugin_class = 'autograder.late_policy.CourseLatePolicy'\n"
+            "c.CourseLatePolicy.penalty_method = 'per_day'\n"
+            "c.CourseLatePolicy.points_per_day = 1 / 3\n")
     mirror = Mirror(folder)
     store.set_mark(out_of_date.DEADLINES_MARK, mirror.deadlines.state())  # penalties written
     for who in ("ada", "bob"):
         _graded(store, who, "x")
-        mirror.record(store.graded(who, ASSIGNMENT)[-1])
+        _mirror(mirror, store.graded(who, ASSIGNMENT)[-1])
     return mirror
+
+
+def _mirror(mirror, row):
+    """Write ``row`` into the gradebook with its late penalty, as the gradebook thread does."""
+    from autograder.service.gradebook.recorded import late_by
+    mirror.record(row, late_by(mirror.deadlines)(row).penalty)
 
 
 CELL = hidden_tests(ASSIGNMENT)[1][0]  # a check each learner passed (the first failed)
@@ -161,36 +178,115 @@ def _csv(mirror):
             for r in csv.DictReader(io.StringIO(gradebook_csv(mirror.url)))}
 
 
-# each way formgrader changes a grade, and whether nbgrader's total then differs
-OVERRIDES = {
+# each way formgrader sets a grade (its fields, from the autograder's score of the cell),
+# and whether it is a grade set by hand (nbgrader's total then differs from the autograder's)
+MANUAL = {
     "a manual score above the autograder's": (lambda auto: {"manual_score": auto + 1}, True),
     "a manual score below it": (lambda auto: {"manual_score": 0.0}, True),
+    "a fractional manual score": (lambda auto: {"manual_score": auto * 2 / 3}, True),
     "extra credit": (lambda auto: {"extra_credit": 0.5}, True),
+    "a manual score and extra credit": (
+        lambda auto: {"manual_score": auto / 3, "extra_credit": 0.25}, True),
     "a manual score equal to it": (lambda auto: {"manual_score": auto}, False),
     "both cleared again": (lambda auto: {"manual_score": None, "extra_credit": None}, False),
 }
 
 
-@pytest.mark.parametrize("how", OVERRIDES)
-def test_a_grade_changed_in_formgrader_is_said_wherever_it_differs(store, tmp_path,  # noqa: F811
-                                                                   empty_gradebook, how):  # noqa: F811
-    mirror = _course(tmp_path, empty_gradebook, store)
-    service = {who: v["recorded"] for who, v in summary(store, "best")[ASSIGNMENT]["learners"].items()}
-    assert _csv(mirror) == service and out_of_date.overrides(mirror) == []
+def _auto(mirror, learner="ada"):
     with Gradebook(mirror.url) as gb:
-        auto = gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, "ada").auto_score
-    change, differs = OVERRIDES[how]
-    _grade(mirror, "ada", **change(auto))
-    said = out_of_date.overrides(mirror)
-    assert set(said) <= set(out_of_date.warnings(store, mirror, [ASSIGNMENT]))  # page, api/class
-    assert (_csv(mirror)["ada"] != service["ada"]) == differs and _csv(mirror)["bob"] == service["bob"]
-    if not differs:
-        assert said == [], (how, said)
+        return gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, learner).auto_score
+
+
+def _agree(store, mirror):
+    """Every view's grades (:func:`_views`), asserted equal to the class CSV's, which is
+    ``nbgrader export``'s; returns them."""
+    views = _views(store, mirror)
+    for view, grades in views.items():
+        assert grades == pytest.approx(views["class CSV"], abs=1e-9), (view, views)
+    return views
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["on time", "late"])
+@pytest.mark.parametrize("how", MANUAL)
+def test_a_grade_set_in_formgrader_is_the_grade_in_every_view(  # noqa: F811
+        store, tmp_path, empty_gradebook, monkeypatch, how, late):
+    """An instructor's manual score or extra credit in formgrader is the learner's grade in
+    api/class (the class page's), api/standing, the LMS's outbox, as in nbgrader export and
+    the class CSV, on time or late (nbgrader's late penalty deducted), and those views say
+    it was set by the instructor, with the autograder's score beside it; bob's is his own."""
+    from autograder.service.gradebook import lateness
+    monkeypatch.setattr(lateness, "CACHE_S", 0.0)  # formgrader's edits read at once
+    mirror = _course(tmp_path, empty_gradebook, store, late=late)
+    before = _agree(store, mirror)
+    change, by_hand = MANUAL[how]
+    _grade(mirror, "ada", **change(_auto(mirror)))
+    after = _agree(store, mirror)
+    assert after["class CSV"]["bob"] == before["class CSV"]["bob"]
+    assert (after["class CSV"]["ada"] != pytest.approx(before["class CSV"]["ada"])) == by_hand
+    learners = summary(store, "best", mirror.deadlines)[ASSIGNMENT]["learners"]
+    said = learners["ada"]["set_by"]
+    assert learners["bob"]["set_by"] is None
+    if not by_hand:
+        assert said is None, (how, said)
         return
-    assert len(said) == 1 and "changed by hand in formgrader" in said[0] and "ada" in said[0], said
-    assert "bob" not in said[0]
-    page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": said})
-    assert "changed by hand in formgrader" in page
+    assert said["by"] == "instructor" and said["cells"] == [CELL] and not said["review"], said
+    assert said["autograder"] == pytest.approx(before["class CSV"]["ada"]), said
+    rows = [r for r in store.submissions("ada") if r.exercise == ASSIGNMENT]
+    from autograder.service.gradebook.recorded import late_by, standing
+    assert standing(rows, "best", late_by(mirror.deadlines))["recorded"]["set_by"] == said
+    row = class_page._row(dict(class_stats.NOBODY, learner="ada", signed_in=True, late=late,
+                               last_activity=None, failed=[], **learners["ada"]), 10)
+    assert "set by the instructor in formgrader" in row, row
+    assert out_of_date.overrides(mirror) == []  # nothing out of date: every view agrees
+
+
+# each later grading of ada's exercise after her grade was set by hand
+REGRADED = {
+    "a regrade of her submission": lambda store, mirror: _regrade_all(store, mirror),
+    "a better attempt of hers": lambda store, mirror: _graded(store, "ada", None),
+}
+
+
+def _regrade_all(store, mirror):
+    """Regrade ``ASSIGNMENT`` (every check now passes), as the regrade command and a worker do."""
+    from autograder.service.commands import regrade
+    from autograder.service.gradebook.recorded import late_by
+    regrade.queue(store, ASSIGNMENT, "best", late_by(mirror.deadlines), False)
+    while (row := store.claim("host:1:0", lease=30)) is not None:
+        checks = [c.__class__(c.grade_id, c.title, c.max_score, c.max_score, "passed", "")
+                  for c in store.submissions("ada")[0].result.checks]
+        assert store.finish(row.id, "host:1:0", GradingResult(checks, "", "graded", "d", 1.0)
+                            .to_record())
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["on time", "late"])
+@pytest.mark.parametrize("later", REGRADED)
+def test_a_grade_set_in_formgrader_survives_a_regrade_as_in_nbgrader(  # noqa: F811
+        store, tmp_path, empty_gradebook, monkeypatch, later, late):
+    """nbgrader keeps a manual score when a submission is graded again (``SaveAutoGrades``
+    flags the cell for review): after a regrade or a better attempt, written into the
+    gradebook by the mirror, the manual score still counts in every view, they say it needs
+    review, and the class page's "Out of date" names ada until it is reviewed."""
+    from autograder.service.gradebook import lateness
+    from autograder.service.gradebook.recorded import late_by, recorded
+    monkeypatch.setattr(lateness, "CACHE_S", 0.0)
+    mirror = _course(tmp_path, empty_gradebook, store, late=late)
+    _grade(mirror, "ada", manual_score=0.5)
+    REGRADED[later](store, mirror)
+    for who in ("ada", "bob"):  # the gradebook thread writes each recorded grade
+        keep = recorded(store.submissions(who), "best", late_by(mirror.deadlines))
+        _mirror(mirror, next(r for r in store.graded(who, ASSIGNMENT) if r.id == keep.id))
+    with Gradebook(mirror.url) as gb:
+        grade = gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, "ada")
+        assert grade.manual_score == 0.5 and grade.needs_manual_grade, "nbgrader's own rule"
+    _agree(store, mirror)
+    said = summary(store, "best", mirror.deadlines)[ASSIGNMENT]["learners"]["ada"]["set_by"]
+    assert said is not None and said["review"], said
+    warned = out_of_date.overrides(mirror)
+    assert len(warned) == 1 and "ada" in warned[0] and "bob" not in warned[0], warned
+    assert set(warned) <= set(out_of_date.warnings(store, mirror, [ASSIGNMENT]))
+    _grade(mirror, "ada", needs_manual_grade=False)  # reviewed in formgrader
+    assert out_of_date.overrides(mirror) == []
 
 
 def test_gradebook_points_other_than_the_hidden_tests_are_said_on_the_class_page(

@@ -32,7 +32,7 @@ import random
 import time
 
 from autograder import exercises
-from autograder.service.gradebook.recorded import recorded
+from autograder.service.gradebook.recorded import grade, recorded
 from autograder.service.lms.ags import Failed
 from autograder.service.store import lti, passback
 from autograder.service.store.rows import Source
@@ -49,7 +49,9 @@ def backoff(tries: int) -> float:
 
 def wanted(store, rule, lateness):
     """``{(learner, exercise): (score, max_score, submission id)}``: each learner's recorded
-    grade (after the late penalty) of each exercise they have a graded submission of."""
+    grade (after the late penalty, an instructor's manual score from formgrader included:
+    :func:`~autograder.service.gradebook.recorded.grade`) of each exercise they have a
+    graded submission of."""
     rows_of = {}
     for row in store.submissions():
         rows_of.setdefault((row.learner, row.exercise), []).append(row)
@@ -57,8 +59,7 @@ def wanted(store, rule, lateness):
     for key, rows in rows_of.items():
         keep = recorded(rows, rule, lateness)
         if keep is not None:
-            out[key] = (keep.score - lateness(keep).penalty, float(keep.result.max_score),
-                        keep.id)
+            out[key] = (grade(keep, lateness)[0], float(keep.result.max_score), keep.id)
     return out
 
 
