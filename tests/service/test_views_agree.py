@@ -17,6 +17,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import exercises
+from autograder.defaults import points_text
 from autograder.judge import hidden_tests, not_run
 from autograder.results import GradingResult
 from autograder.service.api.classroom import gradebook_csv
@@ -129,7 +130,6 @@ def _course(tmp_path, template, store, points=None, late=False):  # noqa: F811
     (``points``: ``{cell: max_score}`` instead of the tests' own, for some), and ada's and
     bob's graded submissions written there by the service's mirror (``late``: due two days
     before they submitted, a third of a point off per day late)."""
-    from autograder.service.gradebook.recorded import late_by
     folder = tmp_path / "course"
     folder.mkdir()
     shutil.copy(template, folder / "gradebook.db")
@@ -197,10 +197,10 @@ def _auto(mirror, learner="ada"):
         return gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, learner).auto_score
 
 
-def _agree(store, mirror):
-    """Every view's grades (:func:`_views`), asserted equal to the class CSV's, which is
-    ``nbgrader export``'s; returns them."""
-    views = _views(store, mirror)
+def _agree(db, mirror):
+    """Every view's grades (:func:`_views`) of the store ``db``, asserted equal to the class
+    CSV's, which is ``nbgrader export``'s; returns them."""
+    views = _views(db, mirror)
     for view, grades in views.items():
         assert grades == pytest.approx(views["class CSV"], abs=1e-9), (view, views)
     return views
@@ -208,8 +208,8 @@ def _agree(store, mirror):
 
 @pytest.mark.parametrize("late", [False, True], ids=["on time", "late"])
 @pytest.mark.parametrize("how", MANUAL)
-def test_a_grade_set_in_formgrader_is_the_grade_in_every_view(  # noqa: F811
-        store, tmp_path, empty_gradebook, monkeypatch, how, late):
+def test_a_grade_set_in_formgrader_is_the_grade_in_every_view(
+        store, tmp_path, empty_gradebook, monkeypatch, how, late):  # noqa: F811
     """An instructor's manual score or extra credit in formgrader is the learner's grade in
     api/class (the class page's), api/standing, the LMS's outbox, as in nbgrader export and
     the class CSV, on time or late (nbgrader's late penalty deducted), and those views say
@@ -242,27 +242,28 @@ def test_a_grade_set_in_formgrader_is_the_grade_in_every_view(  # noqa: F811
 
 # each later grading of ada's exercise after her grade was set by hand
 REGRADED = {
-    "a regrade of her submission": lambda store, mirror: _regrade_all(store, mirror),
-    "a better attempt of hers": lambda store, mirror: _graded(store, "ada", None),
+    "a regrade of her submission": lambda db, mirror: _regrade_all(db, mirror),
+    "a better attempt of hers": lambda db, mirror: _graded(db, "ada", None),
 }
 
 
-def _regrade_all(store, mirror):
-    """Regrade ``ASSIGNMENT`` (every check now passes), as the regrade command and a worker do."""
+def _regrade_all(db, mirror):
+    """Regrade ``ASSIGNMENT`` in the store ``db`` (every check now passes), as the regrade
+    command and a worker do."""
     from autograder.service.commands import regrade
     from autograder.service.gradebook.recorded import late_by
-    regrade.queue(store, ASSIGNMENT, "best", late_by(mirror.deadlines), False)
-    while (row := store.claim("host:1:0", lease=30)) is not None:
+    regrade.queue(db, ASSIGNMENT, "best", late_by(mirror.deadlines), False)
+    while (row := db.claim("host:1:0", lease=30)) is not None:
         checks = [c.__class__(c.grade_id, c.title, c.max_score, c.max_score, "passed", "")
-                  for c in store.submissions("ada")[0].result.checks]
-        assert store.finish(row.id, "host:1:0", GradingResult(checks, "", "graded", "d", 1.0)
+                  for c in db.submissions("ada")[0].result.checks]
+        assert db.finish(row.id, "host:1:0", GradingResult(checks, "", "graded", "d", 1.0)
                             .to_record())
 
 
 @pytest.mark.parametrize("late", [False, True], ids=["on time", "late"])
 @pytest.mark.parametrize("later", REGRADED)
-def test_a_grade_set_in_formgrader_survives_a_regrade_as_in_nbgrader(  # noqa: F811
-        store, tmp_path, empty_gradebook, monkeypatch, later, late):
+def test_a_grade_set_in_formgrader_survives_a_regrade_as_in_nbgrader(
+        store, tmp_path, empty_gradebook, monkeypatch, later, late):  # noqa: F811
     """nbgrader keeps a manual score when a submission is graded again (``SaveAutoGrades``
     flags the cell for review): after a regrade or a better attempt, written into the
     gradebook by the mirror, the manual score still counts in every view, they say it needs
@@ -456,5 +457,46 @@ def test_api_class_says_the_lms_holds_a_grade_only_while_it_is_the_recorded_one(
     REPLANNED[change](store, deadlines)
     now = outbox.annotate(summary(store, "best", deadlines), store)[ASSIGNMENT]["learners"]["ann"]
     assert now["recorded"] != sent["recorded"], (change, now)
-    assert now["lms"]["holds"] is False and f"holds {sent['recorded']:g}" in now["lms"]["why"]
+    assert now["lms"]["holds"] is False and f"holds {points_text(sent['recorded'])}" in now["lms"]["why"]
     assert send()["lms"] == {"holds": True, "why": None}
+
+
+def _fractions():
+    """Points the course's views print: thirds and eighths (ties at the second decimal),
+    each less late penalties of a third and of half a point a day, and a manual score's
+    extra credit of a quarter; halves such as 7.5 among them; negatives never shown."""
+    base = [k / d for d in (1, 2, 3, 8, 100) for k in range(0, 33)] + [2 / 3, 1.005, 2.675, 12.345]
+    late = [max(0.0, x - days * per) for x in base[:60] for per in (1 / 3, 0.5) for days in (1, 2)]
+    return base + late + [x + 0.25 for x in base[:40]]
+
+
+def test_every_view_prints_points_by_one_rule(tmp_path):
+    """Each number a view prints (the class page's cells, the learner's history page, the
+    exercise page's grader.js, the submit cell, the command line, the regrade command's
+    words) is :func:`autograder.defaults.points_text` of it: rounded to 2 decimals by one
+    rule, never 0.666667 in one place and 0.67 in another, 7.5 here and 8 there."""
+    import json
+    import subprocess
+
+    from autograder import defaults, learner_submit
+    from autograder.service.api import classroom
+    from autograder.service.commands import regrade
+    numbers = _fractions()
+    js = (defaults.CHECKOUT / "book" / "_static" / "grader.js").read_text()
+    points_js = re.search(r"function points\(x\) \{.*?\n?\s*\}", js)[0]
+    script = tmp_path / "points.js"
+    script.write_text(points_js + "\nconst xs = JSON.parse(process.argv[2]);\n"
+                      "console.log(JSON.stringify(xs.map(points)));\n")
+    page = json.loads(subprocess.run(["node", str(script), json.dumps(numbers)], check=True,
+                                     capture_output=True, text=True).stdout)
+    for x, shown in zip(numbers, page, strict=True):
+        rule = defaults.points_text(x)
+        assert shown == rule, (x, shown, rule)  # the exercise page's (grader.js)
+        assert class_page._num(x) == classroom._num(x) == learner_submit._pts(x) == rule, x
+        assert regrade._points({"score": x, "max_score": 10.0}) == f"{rule}/10", x
+        assert abs(float(rule) - x) <= 0.005 + 1e-12, (x, rule)  # the same number, rounded
+    row = class_page._row(dict(class_stats.NOBODY, learner="ada", signed_in=True, late=True,
+                               last_activity=None, failed=[], recorded=2 / 3, best=7.5,
+                               latest=29 / 8, late_seconds=90000.0, penalty=1 / 3), 10)
+    for x in (2 / 3, 7.5, 29 / 8, 1 / 3):
+        assert f">{defaults.points_text(x)}<" in row or f"\u2212{defaults.points_text(x)})" in row, row

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder.defaults import CHECKOUT as REPO
+from autograder.defaults import CHECKOUT as REPO, points_text
 from autograder.service.gradebook.lateness import duration_words
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -301,4 +301,5 @@ def _id(name):
 
 
 def _num(value):
-    return "-" if value is None else f"{value:g}"
+    """Points as every view prints them (:func:`autograder.defaults.points_text`)."""
+    return "-" if value is None else points_text(value)

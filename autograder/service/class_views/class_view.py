@@ -4,8 +4,7 @@ per check: pass rate), from the store's :class:`~autograder.service.store.rows.S
 """
 from collections import Counter
 
-from autograder.service.gradebook.recorded import (attempt_order, counting, grade, late_by,
-                                                   recorded, set_by)
+from autograder.service.gradebook.recorded import attempt_order, counting, grade, late_by, recorded, set_by
 
 
 def summary(store, rule, deadlines=None, rows=None):

@@ -32,6 +32,7 @@ import random
 import time
 
 from autograder import exercises
+from autograder.defaults import points_text
 from autograder.service.gradebook.recorded import grade, recorded
 from autograder.service.lms.ags import Failed
 from autograder.service.store import lti, passback
@@ -211,8 +212,8 @@ def annotate(view, store):
             state, score = known.get((learner, exercise)), planned.get((learner, exercise))
             if state is not None and who.get("recorded") not in (None, score):
                 state = {"holds": False, "why": (
-                    f"the LMS holds {score:g}, planned before the recorded grade became "
-                    f"{who['recorded']:g}; the grading service sends the new one at its "
+                    f"the LMS holds {points_text(score)}, planned before the recorded grade became "
+                    f"{points_text(who['recorded'])}; the grading service sends the new one at its "
                     f"next plan (every {PLAN_EVERY_S:g} s while it runs)")}
             who["lms"] = state
     return view
