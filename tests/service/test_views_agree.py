@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import datetime
 import io
+import json
 import re
 import shutil
 import sqlite3
@@ -500,3 +501,56 @@ def test_every_view_prints_points_by_one_rule(tmp_path):
                                latest=29 / 8, late_seconds=90000.0, penalty=1 / 3), 10)
     for x in (2 / 3, 7.5, 29 / 8, 1 / 3):
         assert f">{defaults.points_text(x)}<" in row or f"\u2212{defaults.points_text(x)})" in row, row
+
+
+INSTRUCTOR_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+
+def _lms_instructor(db, name):
+    from autograder.service.store import lti
+    lti.remember_person(db, name, {"issuer": "i", "sub": f"s-{name}", "name": name.title(),
+                                   "roles": json.dumps([INSTRUCTOR_ROLE]), "seen_at": 0.0}, True)
+
+
+# each way a person is an instructor without a hub to ask: (their name, how to make them one)
+STAFF = {
+    "the instructors group's member (PAM)": (  # root: the primary member of group root
+        "root", lambda mp, db: mp.setenv("HUB_INSTRUCTORS_GROUP", "root")),
+    "a hub admin": ("ins", lambda mp, db: mp.setenv("HUB_ADMINS", "someone, ins")),
+    "the LMS's instructor": ("ins", lambda mp, db: _lms_instructor(db, "ins")),
+}
+
+
+@pytest.mark.parametrize("who", STAFF)
+def test_an_instructors_test_submission_counts_in_no_view(
+        store, tmp_path, empty_gradebook, monkeypatch, who):  # noqa: F811
+    """An instructor submits to try an exercise: the gradebook thread never writes it into
+    nbgrader's gradebook (``nbgrader export`` itself lists no instructor, nor does
+    ``submitted/``, which ``python -m autograder`` grades), the LMS is sent no grade of
+    theirs, and the class view, its statistics and the class CSV count only the learners."""
+    import threading
+
+    from autograder.service.gradebook.recorded import late_by
+    from autograder.service.gradebook.sync import GradebookSync
+    from autograder.service.lms import outbox
+    for name in ("HUB_INSTRUCTORS_GROUP", "HUB_ADMINS"):
+        monkeypatch.delenv(name, raising=False)
+    mirror = _course(tmp_path, empty_gradebook, store)
+    name, make = STAFF[who]
+    make(monkeypatch, store)
+    _graded(store, name, None)  # their test: full marks
+    _graded(store, "cy", "x")  # a learner graded beside it
+    GradebookSync(store, mirror, "best", "host:1:gradebook", threading.Event()).once()
+    exported = _csv(mirror)
+    assert name not in exported and set(exported) == {"ada", "bob", "cy"}, exported
+    assert not (mirror.course / "submitted" / name).exists()
+    assert (mirror.course / "submitted" / "cy").is_dir()
+    sent = outbox.wanted(store, "best", late_by(mirror.deadlines))
+    assert {who for who, _ in sent} == {"ada", "bob", "cy"}, sent
+    students, points = roster.read_gradebook(mirror.url)
+    course = roster.combine(students, points, None, None, (), {}, roster.staff(store))
+    assert name in course.instructors and name not in course.learners, course
+    data = class_stats.class_data(store, "best", mirror.deadlines, course)
+    rows = data["exercises"][ASSIGNMENT]["learners"]
+    assert sorted(r["learner"] for r in rows) == ["ada", "bob", "cy"], rows
+    assert len(data["exercises"][ASSIGNMENT]["scores"]) == len(exported), data
+    assert not store.unsynced()  # nothing left for the next round

@@ -111,7 +111,8 @@ class _Instructors(Base):
             log.warning("the LMS's members could not be read for the roster (%s)", exc)
             lms = None
         dropped = await self.db(withdrawn.kinds, self.store)
-        return roster.combine(students, points, hub, lms, roster.group_learners(), dropped)
+        staff = await self.db(roster.staff, self.store)
+        return roster.combine(students, points, hub, lms, roster.group_learners(), dropped, staff)
 
 
 class Class(_Instructors):

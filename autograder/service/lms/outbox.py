@@ -52,10 +52,12 @@ def wanted(store, rule, lateness):
     """``{(learner, exercise): (score, max_score, submission id)}``: each learner's recorded
     grade (after the late penalty, an instructor's manual score from formgrader included:
     :func:`~autograder.service.gradebook.recorded.grade`) of each exercise they have a
-    graded submission of."""
-    rows_of = {}
+    graded submission of; none of an instructor's (:func:`~autograder.service.class_views.roster.staff`)."""
+    from autograder.service.class_views.roster import staff
+    rows_of, instructors = {}, staff(store)
     for row in store.submissions():
-        rows_of.setdefault((row.learner, row.exercise), []).append(row)
+        if row.learner not in instructors:  # an instructor's test is no learner's grade
+            rows_of.setdefault((row.learner, row.exercise), []).append(row)
     out = {}
     for key, rows in rows_of.items():
         keep = recorded(rows, rule, lateness)
