@@ -91,9 +91,9 @@ class Deadlines:
     def _dates(self):
         """``({exercise: due}, {(exercise, learner): extension})``, read at most every
         :data:`CACHE_S` seconds."""
-        return self._read()[:2]
+        return self._held()[:2]
 
-    def _read(self):
+    def _held(self):
         """:meth:`_dates`' pair and :meth:`manual`'s mapping, read together at most every
         :data:`CACHE_S` seconds."""
         with self._lock:
@@ -115,7 +115,7 @@ class Deadlines:
     def manual(self, exercise, learner):
         """The grades an instructor set by hand in nbgrader's formgrader on ``learner``'s
         ``exercise`` (:func:`set_by_hand`'s :class:`Manual`), or None; read with the dates."""
-        return self._read()[2].get((exercise, learner))
+        return self._held()[2].get((exercise, learner))
 
     def due(self, exercise, learner):
         """When ``learner``'s ``exercise`` is due, extension included (aware UTC), or None."""
