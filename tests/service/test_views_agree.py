@@ -1,9 +1,11 @@
 """The instructors' views agree, or say they are out of date: every statistic of the class
 page says which learners it is over, and its numbers are those of ``api/class``
 (:func:`~autograder.service.class_views.class_view.summary`), whoever the class holds; a grade
-changed by hand in nbgrader's formgrader, or gradebook points other than the hidden tests',
-make ``nbgrader export`` and the class CSV differ from the service's grade, and the class
-page, ``api/class`` and ``/api/health`` say so (a real nbgrader gradebook, a real store)."""
+set by hand in nbgrader's formgrader is the grade in every view, as in ``nbgrader export``,
+and survives a regrade as nbgrader keeps it; gradebook points other than the hidden tests'
+are said on the class page, ``api/class`` and ``/api/health``; an instructor's own test
+submission counts in no view; every view prints points by one rule (a real nbgrader
+gradebook, a real store, the course site's own script run by node)."""
 import csv
 import dataclasses
 import datetime
