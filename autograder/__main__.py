@@ -82,14 +82,16 @@ class Lines(pipeline.Progress):
             self.bar.close()
 
     def unchanged(self, sub, done):
-        print(f"{sub.name}: {done['score']:g}/{done['max_score']:g} unchanged, kept")
+        shown = defaults.points_text  # points as every view prints them
+        print(f"{sub.name}: {shown(done['score'])}/{shown(done['max_score'])} unchanged, kept")
 
     def started(self, count):
         self.bar = tqdm(total=count, unit="submission", disable=None, file=sys.stderr,
                         bar_format="{l_bar}{bar}| {n}/{total} [{elapsed}<{remaining}, {rate_fmt}]")
 
     def graded(self, sub, result):
-        self.bar.write(f"{sub.name}: {result.score:g}/{result.max_score:g} {result.status} "
+        shown = defaults.points_text
+        self.bar.write(f"{sub.name}: {shown(result.score)}/{shown(result.max_score)} {result.status} "
                        f"({result.seconds:.1f} s)"
                        + ("" if result.status == "graded" else f" - {result.output.splitlines()[0]}")
                        + (f" [{result.fault.strip().splitlines()[-1]}]" if result.fault else ""),

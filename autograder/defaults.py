@@ -142,6 +142,25 @@ RECORDED = "best"
 """Which graded submission is a learner's grade: ``best`` or ``latest`` (see
 ``autograder/service/gradebook/recorded.py`` for why best is the default)."""
 
+POINTS_DECIMALS = 2
+"""Points as people read them (pages, the submit cell, the command line): rounded to this
+many decimals by :func:`points_text`, the one rule; machine formats (JSON, CSV,
+results.json, the LMS's scores) carry the unrounded number."""
+
+
+def points_text(points: float) -> str:
+    """``points`` as every view prints them: the exact value of the float rounded to
+    :data:`POINTS_DECIMALS` decimals, a tie away from zero, trailing zeros dropped
+    (``7.5``, ``8``, ``0.67`` for 2/3, ``0.13`` for 0.125); the same as JavaScript's
+    ``Number(x.toFixed(2))``, which the course site's pages print (``book/_static/grader.js``).
+    Raises TypeError for a value that is not a number."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    exact = Decimal(float(points)).quantize(Decimal(1).scaleb(-POINTS_DECIMALS), ROUND_HALF_UP)
+    text = f"{exact:f}".rstrip("0").rstrip(".") if "." in f"{exact:f}" else f"{exact:f}"
+    return "0" if text in ("-0", "") else text
+
+
 HUB_AUTHS = ("pam", "lti")
 """How people sign in under ``make hub``: PAM (the machine's accounts, the default) or an
 LTI 1.3 launch from a learning-management system (``deploy/hub/lti_sign_in.py``)."""

@@ -345,7 +345,7 @@ def main(argv=None):
     result = grade_upload(root, args.exercise, args.visibility,
                           sandbox.Limits(seconds=args.timeout, memory_mib=args.memory_mib))
     # For the instructor only (Gradescope keeps stdout from learners by default).
-    print(f"{result.score:g}/{result.max_score:g} {result.status} "
+    print(f"{defaults.points_text(result.score)}/{defaults.points_text(result.max_score)} {result.status} "
           f"in {time.monotonic() - start:.1f} s: {result.output[:200]!r}")
     return 0
 

@@ -38,6 +38,8 @@ import urllib.request
 # (deploy/hub/learner_home.py) as a package of their own: import nothing else.
 from autograder import defaults
 
+_pts = defaults.points_text  # points as every view prints them
+
 ASK_AFTER_S = 6      # then ask for Ctrl-S (the course JupyterLab autosaves every 2 s)
 SAVE_WAIT_S = 180    # then refuse
 READ_WAIT_S = 10     # for a save still being written to end (read_saved)
@@ -222,12 +224,12 @@ def _show(sub: dict) -> None:
     result = sub["result"]
     penalty = sub.get("late_penalty")  # None: on time (or no deadline)
     counted = "" if penalty is None else \
-        f", counted {max(0.0, result['score'] - penalty):g} / {result['max_score']:g} (late)"
-    print(f"Score: {result['score']:g} / {result['max_score']:g}{counted} "
+        f", counted {_pts(max(0.0, result['score'] - penalty))} / {_pts(result['max_score'])} (late)"
+    print(f"Score: {_pts(result['score'])} / {_pts(result['max_score'])}{counted} "
           f"(graded in {sub['seconds']['grading']:.1f} s). {result['output']}")
     for test in result["tests"]:
         mark = "passed" if test["status"] == "passed" else "FAILED"
-        print(f"\n[{mark}] {test['name']} ({test['score']:g} / {test['max_score']:g})")
+        print(f"\n[{mark}] {test['name']} ({_pts(test['score'])} / {_pts(test['max_score'])})")
         if test["status"] != "passed":
             print("    " + test["output"].replace("\n", "\n    "))
 

@@ -151,7 +151,7 @@
     var r = sub.result;
     feedback.textContent = "";
     var secs = sub.seconds || {};
-    feedback.appendChild(el("p", "grader-score", "Score: " + r.score + " / " + r.max_score +
+    feedback.appendChild(el("p", "grader-score", "Score: " + points(r.score) + " / " + points(r.max_score) +
       " (graded in " + (secs.grading || 0).toFixed(1) + " s, " +
       (secs.total || 0).toFixed(1) + " s after you submitted)"));
     feedback.appendChild(el("p", "grader-output", r.output));
@@ -159,7 +159,7 @@
     r.tests.forEach(function (t) {
       var item = el("li", "grader-test grader-" + t.status);
       item.appendChild(el("strong", "", (t.status === "passed" ? "\u2713 " : "\u2717 ") + t.name));
-      item.appendChild(document.createTextNode(" (" + t.score + " / " + t.max_score + ")"));
+      item.appendChild(document.createTextNode(" (" + points(t.score) + " / " + points(t.max_score) + ")"));
       if (t.status !== "passed") item.appendChild(el("pre", "grader-test-output", t.output));
       list.appendChild(item);
     });
@@ -182,7 +182,9 @@
     } catch (err) { /* no deadline shown: the form still works */ }
   }
 
-  function points(x) { return Math.round(x * 100) / 100; }
+  /* Points as every view prints them: the service's one rule (autograder/defaults.py,
+   * points_text): the exact value rounded to 2 decimals, a tie away from zero. */
+  function points(x) { return String(Number(x.toFixed(2))); }
 
   /* The rule for which graded submission counts (the service's recorded.py), in words:
    * the running service's (api/config), else the course's default, said to be one. */
@@ -231,10 +233,12 @@
   /* The learner's standing in words: the recorded grade and the latest graded submission. */
   function standingWords(s) {
     if (!s.recorded) return "No graded submission yet.";
-    var r = s.recorded, text = "Your recorded grade: " + points(r.score) + " / " + r.max_score +
-      " (submitted " + r.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
-    if (s.latest && s.latest.id !== r.id) {
-      text += " Latest graded submission: " + points(s.latest.score) + " / " + s.latest.max_score +
+    var r = s.recorded, text = "Your recorded grade: " + points(r.score) + " / " + points(r.max_score) +
+      " (submitted " + r.submitted_at.slice(0, 16).replace("T", " ") + " UTC)" +
+      (r.set_by ? ", set by your instructor (the autograder gave " + points(r.set_by.autograder) +
+        ")." : ".");
+    if (s.latest && (s.latest.id !== r.id || r.set_by)) {
+      text += " Latest graded submission: " + points(s.latest.score) + " / " + points(s.latest.max_score) +
         " (" + s.latest.submitted_at.slice(0, 16).replace("T", " ") + " UTC).";
     }
     return text;
@@ -280,9 +284,9 @@
       var r = sub.result;
       // a late one says what it counts, as the submit cell does ("counted 0 / 10 (late)")
       var late = r && sub.late_penalty != null ? ", counted " +
-        points(Math.max(0, r.score - sub.late_penalty)) + " / " + r.max_score + " (late)" : "";
+        points(Math.max(0, r.score - sub.late_penalty)) + " / " + points(r.max_score) + " (late)" : "";
       details.appendChild(el("summary", "", when(sub.submitted_at) + ": " +
-        (r ? points(r.score) + " / " + r.max_score + late : sub.status === "replaced"
+        (r ? points(r.score) + " / " + points(r.max_score) + late : sub.status === "replaced"
           ? "replaced by a newer submission before it was graded" : sub.status)));
       if (r) { var body = el("div", "grader-history-feedback"); show(body, sub); details.appendChild(body); }
       item.appendChild(details);
@@ -305,12 +309,12 @@
     if (stub) {
       return "This notebook's answer cell is still the released stub (raise NotImplementedError()): " +
         "it would score 0" + (rec && !keeps ? " and replace your recorded " + points(rec.score) + " / " +
-        rec.max_score : keeps ? "; your recorded grade stays " + points(rec.score) + " / " + rec.max_score : "") +
+        rec.max_score : keeps ? "; your recorded grade stays " + points(rec.score) + " / " + points(rec.max_score) : "") +
         ". Choose the notebook you worked in, or press Submit again to send this one.";
     }
     if (rec && !keeps) {
       return "Under this course's rule your newest submission is your grade: this one replaces your " +
-        "recorded " + points(rec.score) + " / " + rec.max_score + ", even if it scores less. Press Submit " +
+        "recorded " + points(rec.score) + " / " + points(rec.max_score) + ", even if it scores less. Press Submit " +
         "again to send it.";
     }
     return "";
@@ -457,7 +461,7 @@
       link.href = encodeURIComponent(name) + ".html";
       row.appendChild(el("td")).appendChild(link);
       row.appendChild(el("td", "grader-progress-grade", !s ? "not known (enter your learner id on an " +
-        "exercise page)" : s.recorded ? points(s.recorded.score) + " / " + s.recorded.max_score +
+        "exercise page)" : s.recorded ? points(s.recorded.score) + " / " + points(s.recorded.max_score) +
         " (submitted " + when(s.recorded.submitted_at) + ")" : "no graded submission yet"));
       rows.appendChild(row);
     }

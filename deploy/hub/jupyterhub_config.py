@@ -277,6 +277,10 @@ c.JupyterHub.services.append({"name": "roster", "api_token": hub_admin.service_t
 if AUTH == "pam":  # the class is the learners group, signed in or not (roster.group_learners)
     next(s for s in c.JupyterHub.services if s["name"] == "grader")["environment"].update(
         HUB_LEARNERS_GROUP=LEARNERS, HUB_INSTRUCTORS_GROUP=INSTRUCTORS)
+# The hub's admins are instructors to the grading service without asking the hub (the
+# gradebook thread and the LMS sender leave their test submissions out: roster.staff).
+next(s for s in c.JupyterHub.services if s["name"] == "grader")["environment"]["HUB_ADMINS"] = \
+    setting("HUB_ADMINS")
 # The hub's home page opens the course site.
 c.JupyterHub.default_url = "/services/course/"
 

@@ -39,6 +39,7 @@ def test_pass_rates_and_feedback_come_from_the_latest_results(store):
         "submissions": 2, "recorded": ada.score, "recorded_id": ada_id, "due": None,
         "late_seconds": 0.0, "penalty": 0.0,
         "latest": ada.score, "best": ada.score, "latest_id": ada_id, "not_graded": None,
+        "set_by": None,
         "feedback": [{k: t[k] for k in ("name", "status", "score", "max_score", "output")}
                      for t in ada.to_gradescope()["tests"]]}
     assert view["learners"]["bob"]["latest"] == bob.score

@@ -1,13 +1,16 @@
 """The instructors' views agree, or say they are out of date: every statistic of the class
 page says which learners it is over, and its numbers are those of ``api/class``
 (:func:`~autograder.service.class_views.class_view.summary`), whoever the class holds; a grade
-changed by hand in nbgrader's formgrader, or gradebook points other than the hidden tests',
-make ``nbgrader export`` and the class CSV differ from the service's grade, and the class
-page, ``api/class`` and ``/api/health`` say so (a real nbgrader gradebook, a real store)."""
+set by hand in nbgrader's formgrader is the grade in every view, as in ``nbgrader export``,
+and survives a regrade as nbgrader keeps it; gradebook points other than the hidden tests'
+are said on the class page, ``api/class`` and ``/api/health``; an instructor's own test
+submission counts in no view; every view prints points by one rule (a real nbgrader
+gradebook, a real store, the course site's own script run by node)."""
 import csv
 import dataclasses
 import datetime
 import io
+import json
 import re
 import shutil
 import sqlite3
@@ -17,6 +20,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import exercises
+from autograder.defaults import points_text
 from autograder.judge import hidden_tests, not_run
 from autograder.results import GradingResult
 from autograder.service.api.classroom import gradebook_csv
@@ -124,10 +128,11 @@ def test_each_statistic_of_the_class_page_says_whom_it_counts(store, kinds):  # 
     assert _count(timeline, r"of the (\d+) learners") == sum(1 for r in rows if r["submissions"])
 
 
-def _course(tmp_path, template, store, points=None):  # noqa: F811
+def _course(tmp_path, template, store, points=None, late=False):  # noqa: F811
     """A course whose gradebook has ``ASSIGNMENT`` released with the hidden tests' cells
     (``points``: ``{cell: max_score}`` instead of the tests' own, for some), and ada's and
-    bob's graded submissions written there by the service's mirror."""
+    bob's graded submissions written there by the service's mirror (``late``: due two days
+    before they submitted, a third of a point off per day late)."""
     folder = tmp_path / "course"
     folder.mkdir()
     shutil.copy(template, folder / "gradebook.db")
@@ -135,12 +140,27 @@ def _course(tmp_path, template, store, points=None):  # noqa: F811
         for name, _, worth in exercises.get(ASSIGNMENT).tests():
             gb.add_grade_cell(name, ASSIGNMENT, ASSIGNMENT, cell_type="code",
                               max_score=(points or {}).get(name, worth))
+        if late:
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=datetime.datetime.now(
+                datetime.UTC).replace(tzinfo=None) - datetime.timedelta(days=2))
+    if late:
+        (folder / "nbgrader_config.py").write_text(
+            "c = get_config()\n"
+            "c.AssignLatePenalties.plugin_class = 'autograder.late_policy.CourseLatePolicy'\n"
+            "c.CourseLatePolicy.penalty_method = 'per_day'\n"
+            "c.CourseLatePolicy.points_per_day = 1 / 3\n")
     mirror = Mirror(folder)
     store.set_mark(out_of_date.DEADLINES_MARK, mirror.deadlines.state())  # penalties written
     for who in ("ada", "bob"):
         _graded(store, who, "x")
-        mirror.record(store.graded(who, ASSIGNMENT)[-1])
+        _mirror(mirror, store.graded(who, ASSIGNMENT)[-1])
     return mirror
+
+
+def _mirror(mirror, row):
+    """Write ``row`` into the gradebook with its late penalty, as the gradebook thread does."""
+    from autograder.service.gradebook.recorded import late_by
+    mirror.record(row, late_by(mirror.deadlines)(row).penalty)
 
 
 CELL = hidden_tests(ASSIGNMENT)[1][0]  # a check each learner passed (the first failed)
@@ -161,36 +181,116 @@ def _csv(mirror):
             for r in csv.DictReader(io.StringIO(gradebook_csv(mirror.url)))}
 
 
-# each way formgrader changes a grade, and whether nbgrader's total then differs
-OVERRIDES = {
+# each way formgrader sets a grade (its fields, from the autograder's score of the cell),
+# and whether it is a grade set by hand (nbgrader's total then differs from the autograder's)
+MANUAL = {
     "a manual score above the autograder's": (lambda auto: {"manual_score": auto + 1}, True),
     "a manual score below it": (lambda auto: {"manual_score": 0.0}, True),
+    "a fractional manual score": (lambda auto: {"manual_score": auto * 2 / 3}, True),
     "extra credit": (lambda auto: {"extra_credit": 0.5}, True),
+    "a manual score and extra credit": (
+        lambda auto: {"manual_score": auto / 3, "extra_credit": 0.25}, True),
     "a manual score equal to it": (lambda auto: {"manual_score": auto}, False),
     "both cleared again": (lambda auto: {"manual_score": None, "extra_credit": None}, False),
 }
 
 
-@pytest.mark.parametrize("how", OVERRIDES)
-def test_a_grade_changed_in_formgrader_is_said_wherever_it_differs(store, tmp_path,  # noqa: F811
-                                                                   empty_gradebook, how):  # noqa: F811
-    mirror = _course(tmp_path, empty_gradebook, store)
-    service = {who: v["recorded"] for who, v in summary(store, "best")[ASSIGNMENT]["learners"].items()}
-    assert _csv(mirror) == service and out_of_date.overrides(mirror) == []
+def _auto(mirror, learner="ada"):
     with Gradebook(mirror.url) as gb:
-        auto = gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, "ada").auto_score
-    change, differs = OVERRIDES[how]
-    _grade(mirror, "ada", **change(auto))
-    said = out_of_date.overrides(mirror)
-    assert set(said) <= set(out_of_date.warnings(store, mirror, [ASSIGNMENT]))  # page, api/class
-    assert (_csv(mirror)["ada"] != service["ada"]) == differs and _csv(mirror)["bob"] == service["bob"]
-    if not differs:
-        assert said == [], (how, said)
+        return gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, learner).auto_score
+
+
+def _agree(db, mirror):
+    """Every view's grades (:func:`_views`) of the store ``db``, asserted equal to the class
+    CSV's, which is ``nbgrader export``'s; returns them."""
+    views = _views(db, mirror)
+    for view, grades in views.items():
+        assert grades == pytest.approx(views["class CSV"], abs=1e-9), (view, views)
+    return views
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["on time", "late"])
+@pytest.mark.parametrize("how", MANUAL)
+def test_a_grade_set_in_formgrader_is_the_grade_in_every_view(
+        store, tmp_path, empty_gradebook, monkeypatch, how, late):  # noqa: F811
+    """An instructor's manual score or extra credit in formgrader is the learner's grade in
+    api/class (the class page's), api/standing, the LMS's outbox, as in nbgrader export and
+    the class CSV, on time or late (nbgrader's late penalty deducted), and those views say
+    it was set by the instructor, with the autograder's score beside it; bob's is his own."""
+    from autograder.service.gradebook import lateness
+    monkeypatch.setattr(lateness, "CACHE_S", 0.0)  # formgrader's edits read at once
+    mirror = _course(tmp_path, empty_gradebook, store, late=late)
+    before = _agree(store, mirror)
+    change, by_hand = MANUAL[how]
+    _grade(mirror, "ada", **change(_auto(mirror)))
+    after = _agree(store, mirror)
+    assert after["class CSV"]["bob"] == before["class CSV"]["bob"]
+    assert (after["class CSV"]["ada"] != pytest.approx(before["class CSV"]["ada"])) == by_hand
+    learners = summary(store, "best", mirror.deadlines)[ASSIGNMENT]["learners"]
+    said = learners["ada"]["set_by"]
+    assert learners["bob"]["set_by"] is None
+    if not by_hand:
+        assert said is None, (how, said)
         return
-    assert len(said) == 1 and "changed by hand in formgrader" in said[0] and "ada" in said[0], said
-    assert "bob" not in said[0]
-    page = class_page.render({"exercises": {}, "progress": {}, "out_of_date": said})
-    assert "changed by hand in formgrader" in page
+    assert said["by"] == "instructor" and said["cells"] == [CELL] and not said["review"], said
+    assert said["autograder"] == pytest.approx(before["class CSV"]["ada"]), said
+    rows = [r for r in store.submissions("ada") if r.exercise == ASSIGNMENT]
+    from autograder.service.gradebook.recorded import late_by, standing
+    assert standing(rows, "best", late_by(mirror.deadlines))["recorded"]["set_by"] == said
+    row = class_page._row(dict(class_stats.NOBODY, learner="ada", signed_in=True, late=late,
+                               last_activity=None, failed=[], **learners["ada"]), 10)
+    assert "set by the instructor in formgrader" in row, row
+    assert out_of_date.overrides(mirror) == []  # nothing out of date: every view agrees
+
+
+# each later grading of ada's exercise after her grade was set by hand
+REGRADED = {
+    "a regrade of her submission": lambda db, mirror: _regrade_all(db, mirror),
+    "a better attempt of hers": lambda db, mirror: _graded(db, "ada", None),
+}
+
+
+def _regrade_all(db, mirror):
+    """Regrade ``ASSIGNMENT`` in the store ``db`` (every check now passes), as the regrade
+    command and a worker do."""
+    from autograder.service.commands import regrade
+    from autograder.service.gradebook.recorded import late_by
+    regrade.queue(db, ASSIGNMENT, "best", late_by(mirror.deadlines), False)
+    while (row := db.claim("host:1:0", lease=30)) is not None:
+        checks = [c.__class__(c.grade_id, c.title, c.max_score, c.max_score, "passed", "")
+                  for c in db.submissions("ada")[0].result.checks]
+        assert db.finish(row.id, "host:1:0", GradingResult(checks, "", "graded", "d", 1.0)
+                            .to_record())
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["on time", "late"])
+@pytest.mark.parametrize("later", REGRADED)
+def test_a_grade_set_in_formgrader_survives_a_regrade_as_in_nbgrader(
+        store, tmp_path, empty_gradebook, monkeypatch, later, late):  # noqa: F811
+    """nbgrader keeps a manual score when a submission is graded again (``SaveAutoGrades``
+    flags the cell for review): after a regrade or a better attempt, written into the
+    gradebook by the mirror, the manual score still counts in every view, they say it needs
+    review, and the class page's "Out of date" names ada until it is reviewed."""
+    from autograder.service.gradebook import lateness
+    from autograder.service.gradebook.recorded import late_by, recorded
+    monkeypatch.setattr(lateness, "CACHE_S", 0.0)
+    mirror = _course(tmp_path, empty_gradebook, store, late=late)
+    _grade(mirror, "ada", manual_score=0.5)
+    REGRADED[later](store, mirror)
+    for who in ("ada", "bob"):  # the gradebook thread writes each recorded grade
+        keep = recorded(store.submissions(who), "best", late_by(mirror.deadlines))
+        _mirror(mirror, next(r for r in store.graded(who, ASSIGNMENT) if r.id == keep.id))
+    with Gradebook(mirror.url) as gb:
+        grade = gb.find_grade(CELL, ASSIGNMENT, ASSIGNMENT, "ada")
+        assert grade.manual_score == 0.5 and grade.needs_manual_grade, "nbgrader's own rule"
+    _agree(store, mirror)
+    said = summary(store, "best", mirror.deadlines)[ASSIGNMENT]["learners"]["ada"]["set_by"]
+    assert said is not None and said["review"], said
+    warned = out_of_date.overrides(mirror)
+    assert len(warned) == 1 and "ada" in warned[0] and "bob" not in warned[0], warned
+    assert set(warned) <= set(out_of_date.warnings(store, mirror, [ASSIGNMENT]))
+    _grade(mirror, "ada", needs_manual_grade=False)  # reviewed in formgrader
+    assert out_of_date.overrides(mirror) == []
 
 
 def test_gradebook_points_other_than_the_hidden_tests_are_said_on_the_class_page(
@@ -360,5 +460,99 @@ def test_api_class_says_the_lms_holds_a_grade_only_while_it_is_the_recorded_one(
     REPLANNED[change](store, deadlines)
     now = outbox.annotate(summary(store, "best", deadlines), store)[ASSIGNMENT]["learners"]["ann"]
     assert now["recorded"] != sent["recorded"], (change, now)
-    assert now["lms"]["holds"] is False and f"holds {sent['recorded']:g}" in now["lms"]["why"]
+    assert now["lms"]["holds"] is False and f"holds {points_text(sent['recorded'])}" in now["lms"]["why"]
     assert send()["lms"] == {"holds": True, "why": None}
+
+
+def _fractions():
+    """Points the course's views print: thirds and eighths (ties at the second decimal),
+    each less late penalties of a third and of half a point a day, and a manual score's
+    extra credit of a quarter; halves such as 7.5 among them; negatives never shown."""
+    base = [k / d for d in (1, 2, 3, 8, 100) for k in range(0, 33)] + [2 / 3, 1.005, 2.675, 12.345]
+    late = [max(0.0, x - days * per) for x in base[:60] for per in (1 / 3, 0.5) for days in (1, 2)]
+    return base + late + [x + 0.25 for x in base[:40]]
+
+
+def test_every_view_prints_points_by_one_rule(tmp_path):
+    """Each number a view prints (the class page's cells, the learner's history page, the
+    exercise page's grader.js, the submit cell, the command line, the regrade command's
+    words) is :func:`autograder.defaults.points_text` of it: rounded to 2 decimals by one
+    rule, never 0.666667 in one place and 0.67 in another, 7.5 here and 8 there."""
+    import json
+    import subprocess
+
+    from autograder import defaults, learner_submit
+    from autograder.service.api import classroom
+    from autograder.service.commands import regrade
+    numbers = _fractions()
+    js = (defaults.CHECKOUT / "book" / "_static" / "grader.js").read_text()
+    points_js = re.search(r"function points\(x\) \{.*?\n?\s*\}", js)[0]
+    script = tmp_path / "points.js"
+    script.write_text(points_js + "\nconst xs = JSON.parse(process.argv[2]);\n"
+                      "console.log(JSON.stringify(xs.map(points)));\n")
+    page = json.loads(subprocess.run(["node", str(script), json.dumps(numbers)], check=True,
+                                     capture_output=True, text=True).stdout)
+    for x, shown in zip(numbers, page, strict=True):
+        rule = defaults.points_text(x)
+        assert shown == rule, (x, shown, rule)  # the exercise page's (grader.js)
+        assert class_page._num(x) == classroom._num(x) == learner_submit._pts(x) == rule, x
+        assert regrade._points({"score": x, "max_score": 10.0}) == f"{rule}/10", x
+        assert abs(float(rule) - x) <= 0.005 + 1e-12, (x, rule)  # the same number, rounded
+    row = class_page._row(dict(class_stats.NOBODY, learner="ada", signed_in=True, late=True,
+                               last_activity=None, failed=[], recorded=2 / 3, best=7.5,
+                               latest=29 / 8, late_seconds=90000.0, penalty=1 / 3), 10)
+    for x in (2 / 3, 7.5, 29 / 8, 1 / 3):
+        assert f">{defaults.points_text(x)}<" in row or f"\u2212{defaults.points_text(x)})" in row, row
+
+
+INSTRUCTOR_ROLE = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
+
+def _lms_instructor(db, name):
+    from autograder.service.store import lti
+    lti.remember_person(db, name, {"issuer": "i", "sub": f"s-{name}", "name": name.title(),
+                                   "roles": json.dumps([INSTRUCTOR_ROLE]), "seen_at": 0.0}, True)
+
+
+# each way a person is an instructor without a hub to ask: (their name, how to make them one)
+STAFF = {
+    "the instructors group's member (PAM)": (  # root: the primary member of group root
+        "root", lambda mp, db: mp.setenv("HUB_INSTRUCTORS_GROUP", "root")),
+    "a hub admin": ("ins", lambda mp, db: mp.setenv("HUB_ADMINS", "someone, ins")),
+    "the LMS's instructor": ("ins", lambda mp, db: _lms_instructor(db, "ins")),
+}
+
+
+@pytest.mark.parametrize("who", STAFF)
+def test_an_instructors_test_submission_counts_in_no_view(
+        store, tmp_path, empty_gradebook, monkeypatch, who):  # noqa: F811
+    """An instructor submits to try an exercise: the gradebook thread never writes it into
+    nbgrader's gradebook (``nbgrader export`` itself lists no instructor, nor does
+    ``submitted/``, which ``python -m autograder`` grades), the LMS is sent no grade of
+    theirs, and the class view, its statistics and the class CSV count only the learners."""
+    import threading
+
+    from autograder.service.gradebook.recorded import late_by
+    from autograder.service.gradebook.sync import GradebookSync
+    from autograder.service.lms import outbox
+    for name in ("HUB_INSTRUCTORS_GROUP", "HUB_ADMINS"):
+        monkeypatch.delenv(name, raising=False)
+    mirror = _course(tmp_path, empty_gradebook, store)
+    name, make = STAFF[who]
+    make(monkeypatch, store)
+    _graded(store, name, None)  # their test: full marks
+    _graded(store, "cy", "x")  # a learner graded beside it
+    GradebookSync(store, mirror, "best", "host:1:gradebook", threading.Event()).once()
+    exported = _csv(mirror)
+    assert name not in exported and set(exported) == {"ada", "bob", "cy"}, exported
+    assert not (mirror.course / "submitted" / name).exists()
+    assert (mirror.course / "submitted" / "cy").is_dir()
+    sent = outbox.wanted(store, "best", late_by(mirror.deadlines))
+    assert {who for who, _ in sent} == {"ada", "bob", "cy"}, sent
+    students, points = roster.read_gradebook(mirror.url)
+    course = roster.combine(students, points, None, None, (), {}, roster.staff(store))
+    assert name in course.instructors and name not in course.learners, course
+    data = class_stats.class_data(store, "best", mirror.deadlines, course)
+    rows = data["exercises"][ASSIGNMENT]["learners"]
+    assert sorted(r["learner"] for r in rows) == ["ada", "bob", "cy"], rows
+    assert len(data["exercises"][ASSIGNMENT]["scores"]) == len(exported), data
+    assert not store.unsynced()  # nothing left for the next round

@@ -40,7 +40,7 @@ from html import escape
 from nbgrader.api import Gradebook
 from nbgrader.plugins.export import CsvExportPlugin
 
-from autograder.defaults import CHECKOUT
+from autograder.defaults import CHECKOUT, points_text
 from autograder.service.api.handler import Base, Refused, echo, late_penalty, log, submission_view
 from autograder.service.class_views import class_page, class_stats, roster
 from autograder.service.class_views.class_view import summary
@@ -111,7 +111,8 @@ class _Instructors(Base):
             log.warning("the LMS's members could not be read for the roster (%s)", exc)
             lms = None
         dropped = await self.db(withdrawn.kinds, self.store)
-        return roster.combine(students, points, hub, lms, roster.group_learners(), dropped)
+        staff = await self.db(roster.staff, self.store)
+        return roster.combine(students, points, hub, lms, roster.group_learners(), dropped, staff)
 
 
 class Class(_Instructors):
@@ -283,7 +284,8 @@ def _submission_html(sub):
 
 
 def _num(value):
-    return "-" if value is None else f"{value:g}"
+    """Points as every view prints them (:func:`autograder.defaults.points_text`)."""
+    return "-" if value is None else points_text(value)
 
 
 def handlers(prefix):

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder.defaults import CHECKOUT as REPO
+from autograder.defaults import CHECKOUT as REPO, points_text
 from autograder.service.gradebook.lateness import duration_words
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -223,11 +223,22 @@ def _row(r, max_score):
         ("never-submitted", not r["submissions"]), ("never-signed-in", r["signed_in"] is False)) if on)
     return (f'<tr data-state="{state}"><th scope="row" class="learner">'
             f'{_learner_link(r["learner"], r.get("lms_name"))}{_absent(r)}</th>'
-            f'<td class="recorded">{_num(r["recorded"])}</td><td class="best">{_num(r["best"])}</td>'
+            f'<td class="recorded">{_num(r["recorded"])}{_by_hand(r.get("set_by"))}</td>'
+            f'<td class="best">{_num(r["best"])}</td>'
             f'<td class="latest">{_num(r["latest"])}</td>'
             f'<td class="submissions">{r["submissions"]}</td>'
             f'<td class="late">{_late(r)}</td>'
             f'<td class="activity">{activity}</td><td class="feedback">{feedback}</td></tr>')
+
+
+def _by_hand(said):
+    """The note on a recorded grade an instructor set by hand in formgrader
+    (:func:`~autograder.service.gradebook.recorded.set_by`), empty where none."""
+    if not said:
+        return ""
+    review = "; graded again since: review it in formgrader" if said["review"] else ""
+    return (f' <span class="set-by">(set by the instructor in formgrader; the autograder '
+            f'gave {_num(said["autograder"])}{review})</span>')
 
 
 def _absent(r):
@@ -290,4 +301,5 @@ def _id(name):
 
 
 def _num(value):
-    return "-" if value is None else f"{value:g}"
+    """Points as every view prints them (:func:`autograder.defaults.points_text`)."""
+    return "-" if value is None else points_text(value)

@@ -112,8 +112,8 @@ def _learner(name, w, times, signed_in):
     if signed_in is False and w["submissions"]:  # submitted before the hub knew them
         signed_in = True
     return {"learner": name, "signed_in": signed_in,
-            "recorded": w["recorded"], "best": w["best"], "latest": w["latest"],
-            "submissions": w["submissions"], "late": w["late_seconds"] > 0,
+            "recorded": w["recorded"], "set_by": w.get("set_by"), "best": w["best"],
+            "latest": w["latest"], "submissions": w["submissions"], "late": w["late_seconds"] > 0,
             "late_seconds": w["late_seconds"], "penalty": w["penalty"], "last_activity": max(times, default=None),
             "not_graded": w.get("not_graded"),  # its checks did not run: the reason, once
             "failed": [] if w.get("not_graded") else [

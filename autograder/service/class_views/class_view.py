@@ -4,7 +4,7 @@ per check: pass rate), from the store's :class:`~autograder.service.store.rows.S
 """
 from collections import Counter
 
-from autograder.service.gradebook.recorded import attempt_order, counting, late_by, recorded
+from autograder.service.gradebook.recorded import attempt_order, counting, grade, late_by, recorded, set_by
 
 
 def summary(store, rule, deadlines=None, rows=None):
@@ -29,7 +29,9 @@ def class_summary(rows, rule, lateness, due):
     aware datetime it is due for them, or None.
 
     For each learner: ``submissions`` (count, graded or not), ``recorded`` (their
-    grade under ``rule``, see recorded.py: what the gradebook and the CSV hold) and
+    grade under ``rule``, see recorded.py: what the gradebook and the CSV hold, with an
+    instructor's manual scores from formgrader: :func:`recorded.grade`), ``set_by``
+    (:func:`recorded.set_by`: None, or who set it by hand and what the autograder gave) and
     ``recorded_id``; ``due`` (ISO, UTC, extension included, or None), and of the
     recorded submission ``late_seconds`` and ``penalty``;
     ``latest`` and ``best`` score among graded ones (points after each one's late penalty,
@@ -52,7 +54,8 @@ def class_summary(rows, rule, lateness, due):
         who = ex["learners"].setdefault(row.learner, {
             "submissions": 0, "recorded": None, "recorded_id": None, "due": None,
             "late_seconds": 0.0, "penalty": 0.0, "latest": None,
-            "best": None, "latest_id": None, "feedback": [], "not_graded": None})
+            "best": None, "latest_id": None, "feedback": [], "not_graded": None,
+            "set_by": None})
         who["submissions"] += not row.regrade  # a regrade is not a submission of theirs
         rows_of.setdefault((row.exercise, row.learner), []).append(row)
         if row.id not in counts:
@@ -78,7 +81,9 @@ def class_summary(rows, rule, lateness, due):
         keep = recorded(mine, rule, lateness)
         if keep is not None:
             late = lateness(keep)
-            who["recorded"], who["recorded_id"] = keep.score - late.penalty, keep.id
+            points, manual = grade(keep, lateness)  # an instructor's manual score counts
+            who["recorded"], who["recorded_id"] = points, keep.id
+            who["set_by"] = set_by(manual, keep, lateness)
             who["late_seconds"], who["penalty"] = round(late.seconds, 1), late.penalty
     for exercise, ex in view.items():
         # a notebook whose checks did not run (the stub, a syntax error) failed no check:

@@ -68,24 +68,26 @@ def read_gradebook(url):
         return [s.id for s in gb.students], {a.name: a.max_score for a in gb.assignments}
 
 
-def combine(students, points, hub=None, lms=None, group=(), dropped=None):
+def combine(students, points, hub=None, lms=None, group=(), dropped=None, staff=frozenset()):
     """The :class:`Roster` of nbgrader's ``students``, the exercises of ``points``, the
     ``hub``'s users (None: no hub to ask), the LMS's members (``lms``:
     :func:`autograder.service.lms.roster.people`'s dict, or None), the learners group's
     members (``group``: names; never signed in unless the hub knows them) and the dropped
-    learners (``dropped``: :func:`autograder.service.store.withdrawn.kinds`'s dict)."""
+    learners (``dropped``: :func:`autograder.service.store.withdrawn.kinds`'s dict);
+    ``staff`` (:func:`staff`) are instructors, whatever the hub says, as for the gradebook
+    and the LMS."""
     exercises, lms, dropped = tuple(sorted(points)), lms or {}, dropped or {}
     names = {name: who["name"] for name, who in lms.items() if who.get("name")}
     never = [name for name, who in lms.items() if not who["launched"] and _learner(who["roles"])]
     if hub is None:
-        learners = dict.fromkeys([*students, *never, *group])
-        return _without_removed(Roster(dict(sorted(learners.items())), frozenset(), exercises,
-                                       points, names, dropped))
-    instructors = frozenset(name for name, u in hub.items() if u["instructor"])
+        learners = {n: None for n in [*students, *never, *group] if n not in staff}
+        return _without_removed(Roster(dict(sorted(learners.items())), frozenset(staff),
+                                       exercises, points, names, dropped))
+    instructors = frozenset(name for name, u in hub.items() if u["instructor"]) | staff
     learners = {name: False for name in [*students, *never, *group] if name not in instructors}
     # a launch signs in without a page view the hub counts as activity: launched is signed in
     learners.update({name: u["signed_in"] or bool(lms.get(name, {}).get("launched"))
-                     for name, u in hub.items() if not u["instructor"]})
+                     for name, u in hub.items() if name not in instructors})
     return _without_removed(Roster(dict(sorted(learners.items())), instructors, exercises,
                                    points, names, dropped))
 
@@ -121,6 +123,22 @@ def group_learners():
         return []
     staff = set(group_members(os.environ.get("HUB_INSTRUCTORS_GROUP") or ""))
     return [name for name in group_members(group) if name not in staff]
+
+
+def staff(store):
+    """Who is an instructor without a hub to ask (a frozenset of names): the instructors
+    group's members (``HUB_INSTRUCTORS_GROUP``, which the hub passes to the grading service
+    under PAM), the hub's admins (``HUB_ADMINS``) and the LMS's members whose roles are not
+    a learner's. Their own submissions (a test of an exercise) are no learner's grade: the
+    gradebook thread never writes them into nbgrader's gradebook, so ``nbgrader export``
+    lists no instructor, and the LMS is sent none of them."""
+    from autograder.service.lms import roster as lms_roster
+    group = os.environ.get("HUB_INSTRUCTORS_GROUP")
+    admins = os.environ.get("HUB_ADMINS", "").split(",")
+    lms = [name for name, who in lms_roster.people(store).items()
+           if who["roles"] and not _learner(who["roles"])]
+    return frozenset([*(group_members(group) if group else ()), *(a.strip() for a in admins
+                                                                  if a.strip()), *lms])
 
 
 def class_learners(store):

@@ -29,6 +29,7 @@ import sys
 import time
 
 from autograder import exercises
+from autograder.defaults import points_text
 from autograder.service import config
 from autograder.service.store.rows import WAITING
 
@@ -112,7 +113,7 @@ def old_to_new(store, ids):
 def _points(data):
     if not data or data.get("score") is None:
         return "?"
-    return f"{data['score']:g}/{data['max_score']:g}"
+    return f"{points_text(data['score'])}/{points_text(data['max_score'])}"
 
 
 if __name__ == "__main__":

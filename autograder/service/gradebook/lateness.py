@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from nbgrader.api import Gradebook
+from nbgrader.api import BaseCell, Grade, Gradebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets.config.loader import PyFileConfigLoader
 from traitlets.utils.importstring import import_item
@@ -55,7 +55,7 @@ class Deadlines:
         self.url, self.course = gradebook_url, Path(course)
         self._policy = (None, None)  # (the config file's stat key, the plugin)
         self.sqlite_file = sqlite_file  # a SQLite gradebook is never created here
-        self._cache, self._lock = (0.0, {}, {}), threading.Lock()
+        self._cache, self._lock = (0.0, {}, {}, {}), threading.Lock()
 
     @property
     def policy(self):
@@ -91,11 +91,16 @@ class Deadlines:
     def _dates(self):
         """``({exercise: due}, {(exercise, learner): extension})``, read at most every
         :data:`CACHE_S` seconds."""
+        return self._held()[:2]
+
+    def _held(self):
+        """:meth:`_dates`' pair and :meth:`manual`'s mapping, read together at most every
+        :data:`CACHE_S` seconds."""
         with self._lock:
-            read_at, dues, extensions = self._cache
+            read_at, *held = self._cache
             if time.monotonic() - read_at < CACHE_S:
-                return dues, extensions
-            dues, extensions = {}, {}
+                return tuple(held)
+            dues, extensions, manual = {}, {}, {}
             if self.sqlite_file is None or Path(self.sqlite_file).exists():
                 with Gradebook(self.url) as gb:
                     for assignment in gb.assignments:
@@ -103,8 +108,14 @@ class Deadlines:
                         for sub in assignment.submissions:
                             if sub.extension:
                                 extensions[(assignment.name, sub.student_id)] = sub.extension
-            self._cache = (time.monotonic(), dues, extensions)
-            return dues, extensions
+                    manual = set_by_hand(gb)
+            self._cache = (time.monotonic(), dues, extensions, manual)
+            return dues, extensions, manual
+
+    def manual(self, exercise, learner):
+        """The grades an instructor set by hand in nbgrader's formgrader on ``learner``'s
+        ``exercise`` (:func:`set_by_hand`'s :class:`Manual`), or None; read with the dates."""
+        return self._held()[2].get((exercise, learner))
 
     def due(self, exercise, learner):
         """When ``learner``'s ``exercise`` is due, extension included (aware UTC), or None."""
@@ -139,6 +150,47 @@ class Deadlines:
             return None
         return (f"submitted {duration_words(lateness.seconds)} after the deadline "
                 f"({lateness.due:%Y-%m-%d %H:%M} UTC): {self.policy_words()}")
+
+
+@dataclass(frozen=True)
+class Manual:
+    """What an instructor set by hand in formgrader on one learner's exercise: ``scores``
+    ``{cell: manual score or None}`` and ``extra`` ``{cell: extra credit}`` (points), of
+    the cells where they set one; ``review``: nbgrader flags a cell for review (a new grading
+    of that submission since the manual score was set; nbgrader keeps the manual score)."""
+    scores: dict
+    extra: dict
+    review: bool
+
+    def total(self, checks):
+        """nbgrader's total (``Grade.score`` summed) of a result's ``checks``
+        (:class:`~autograder.results.CheckResult`): each cell's manual score where one
+        is set, else the autograder's, plus extra credit; in points, before the late penalty."""
+        return sum((self.scores[c.grade_id] if self.scores.get(c.grade_id) is not None
+                    else float(c.score)) + self.extra.get(c.grade_id, 0.0) for c in checks)
+
+
+def set_by_hand(gb):
+    """``{(exercise, learner): Manual}`` of every learner's gradebook submission with a
+    manual score other than the autograder's, or extra credit (nbgrader's ``Grade``: the
+    manual score takes precedence, extra credit adds), in one query."""
+    rows = gb.db.query(Grade, BaseCell.name, SubmittedAssignment).join(
+        BaseCell, Grade.cell_id == BaseCell.id).join(
+        SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id).join(
+        SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id).filter(
+        Grade.extra_credit.isnot(None) & (Grade.extra_credit != 0)
+        | Grade.manual_score.isnot(None) & (Grade.auto_score.is_(None)
+                                            | (Grade.manual_score != Grade.auto_score)))
+    found = {}
+    for grade, cell, sub in rows:
+        key = (sub.assignment.name, sub.student_id)
+        scores, extra, review = found.get(key, ({}, {}, False))
+        if grade.manual_score is not None:
+            scores[cell] = float(grade.manual_score)
+        if grade.extra_credit:
+            extra[cell] = float(grade.extra_credit)
+        found[key] = (scores, extra, review or bool(grade.needs_manual_grade))
+    return {key: Manual(*held) for key, held in found.items()}
 
 
 def duration_words(seconds):

@@ -25,7 +25,7 @@ from nbgrader.api import BaseCell, Comment, Grade, Gradebook, MissingEntry
 from autograder import exercises
 from autograder.exercises import current
 from autograder.results import atomic_write
-from autograder.service.gradebook.lateness import Deadlines
+from autograder.service.gradebook.lateness import Deadlines, set_by_hand
 
 RELEASED_CHECK_S = 2.0  # how often the released exercises' checks are read again
 
@@ -167,29 +167,24 @@ class Mirror:
         return self._released[1]
 
     def overridden(self):
-        """``{exercise: sorted learners}`` whose grade in the gradebook a person changed in
-        nbgrader's formgrader: a graded cell with a manual score other than the
-        autograder's, or extra credit. nbgrader totals those (``Grade.score``: the manual
-        score, plus extra credit, takes precedence), so ``nbgrader export`` and the class
-        CSV differ from the service's grade; the mirror never writes either field."""
+        """``{(exercise, learner): Manual}`` (:func:`~autograder.service.gradebook.lateness.set_by_hand`)
+        of each grade a person set by hand in nbgrader's formgrader: a graded cell with a
+        manual score other than the autograder's, or extra credit. nbgrader totals those
+        (``Grade.score``: the manual score takes precedence, extra credit adds), and so does
+        every view (:func:`~autograder.service.gradebook.recorded.grade`); the mirror never
+        writes either field, so a new grading keeps them, as ``nbgrader autograde`` does.
+        Read now (the views' reading is :data:`~.lateness.CACHE_S` old at most)."""
         if self.missing():
             return {}
-        found = {}
         with self._lock:
             gb = self._gradebook()
             try:
-                changed = gb.db.query(Grade).filter(  # nbgrader's model, as _by_cell_name
-                    Grade.extra_credit.isnot(None) & (Grade.extra_credit != 0)
-                    | Grade.manual_score.isnot(None) & (Grade.auto_score.is_(None) |
-                                                        (Grade.manual_score != Grade.auto_score)))
-                for grade in changed:
-                    sub = grade.notebook.assignment
-                    found.setdefault(sub.assignment.name, set()).add(sub.student_id)
+                found = set_by_hand(gb)
             except BaseException:
                 self._close()
                 raise
             gb.db.rollback()  # the read's transaction ends: the next sees formgrader's edits
-        return {ex: sorted(who) for ex, who in sorted(found.items())}
+        return dict(sorted(found.items()))
 
     def unreleased(self, names):
         """``{exercise: why}`` for each of ``names`` whose hidden tests on disk now hold a

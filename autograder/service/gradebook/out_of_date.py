@@ -13,8 +13,10 @@ class page shows at its top, until it is put right.
 * hidden tests that cannot be loaded now (their submissions wait, queued);
 * points in the gradebook other than the hidden tests' (``nbgrader export``'s
   ``max_score`` is not what the service grades out of), until the regrade sets them;
-* grades changed by hand in nbgrader's formgrader (a manual score, extra credit): nbgrader
-  totals those, the service's views do not, until they are cleared;
+* grades set by hand in nbgrader's formgrader (a manual score, extra credit) on a submission
+  graded again since (a regrade, a better attempt): the manual score stays the grade in
+  every view, as nbgrader keeps it, and nbgrader flags the cell for review, until the
+  instructor reviews it in formgrader;
 * hidden tests changed since release into a check the released gradebook cannot hold
   (:meth:`~autograder.service.gradebook.mirror.Mirror.unreleased`; their submissions wait,
   queued, until ``make release`` succeeds or the change is undone).
@@ -46,16 +48,21 @@ def points(mirror, exercises):
 
 
 def overrides(mirror):
-    """Sentences on grades a person changed in nbgrader's formgrader
-    (:meth:`~autograder.service.gradebook.mirror.Mirror.overridden`)."""
-    said = []
-    for ex, learners in mirror.overridden().items():
+    """Sentences on grades a person set by hand in nbgrader's formgrader on a submission
+    graded again since (:meth:`~autograder.service.gradebook.mirror.Mirror.overridden`,
+    ``review``): the manual score still counts, in every view, as in nbgrader."""
+    said, review = [], {}
+    for (ex, learner), manual in mirror.overridden().items():
+        if manual.review:
+            review.setdefault(ex, []).append(learner)
+    for ex, learners in sorted(review.items()):
         named = ", ".join(learners[:NAMED]) + (f" and {len(learners) - NAMED} more"
                                                if len(learners) > NAMED else "")
-        said.append(f"{ex}: {len(learners)} learner(s)' grade was changed by hand in formgrader "
-                    f"(a manual score or extra credit: {named}); nbgrader export and the class "
-                    "CSV show that grade, the class page, api/class, api/standing and the LMS "
-                    "the autograder's, until the manual score and extra credit are cleared")
+        said.append(f"{ex}: {len(learners)} learner(s)' grade set by hand in formgrader was "
+                    f"graded again since ({named}): the manual score still counts in every "
+                    "view (the class page, api/class, api/standing, the LMS, nbgrader export, "
+                    "the class CSV), as nbgrader keeps it; review the flagged cells in "
+                    "formgrader, and clear the manual score there to take the autograder's")
     return said
 
 

@@ -13,6 +13,14 @@ submission's score after its late penalty (:mod:`autograder.service.commands.dea
   zero: it never replaces an on-time grade).
 * ``latest``: the newest submission made before the deadline, whatever its score;
   the newest late one (with its penalty) only when none was on time.
+
+A grade an instructor set by hand in nbgrader's formgrader (a manual score, extra credit)
+is the grade, as ``nbgrader export`` totals it (:func:`grade`): the rule above picks the
+submission, the gradebook holds it, and the instructor's manual scores count on it in
+every view (the class page, ``api/class``, ``api/standing``, the LMS). nbgrader keeps a
+manual score when the submission is graded again (``nbgrader autograde`` flags the cell
+for review; ``SaveAutoGrades``), and so do the service's regrades and new submissions:
+the manual score stays the grade until the instructor clears it in formgrader.
 """
 from autograder import defaults
 from autograder.service.gradebook.lateness import Lateness
@@ -66,10 +74,41 @@ def counting(rows):
 
 def late_by(deadlines):
     """``lateness(row)`` for :func:`recorded` from a course's
-    :class:`~autograder.service.gradebook.lateness.Deadlines` (:func:`on_time` for None)."""
+    :class:`~autograder.service.gradebook.lateness.Deadlines` (:func:`on_time` for None);
+    its ``manual(row)`` is what an instructor set by hand on the row's learner and exercise
+    (:meth:`Deadlines.manual`), which :func:`grade` applies."""
     if deadlines is None:
         return on_time
-    return lambda row: deadlines.assess(row.learner, row.exercise, row.submitted_at, row.score)
+
+    def lateness(row):
+        return deadlines.assess(row.learner, row.exercise, row.submitted_at, row.score)
+    lateness.manual = lambda row: deadlines.manual(row.exercise, row.learner)
+    return lateness
+
+
+def grade(row, lateness=on_time):
+    """``(points, manual)``: the grade a recorded ``row`` gives, as ``nbgrader export``
+    computes it from the gradebook: its score, or where an instructor set a manual score
+    or extra credit in formgrader (``manual``, a
+    :class:`~autograder.service.gradebook.lateness.Manual`; None where not) nbgrader's
+    total with them; minus the late penalty, never below 0."""
+    late = lateness(row)
+    manual = getattr(lateness, "manual", None)
+    manual = manual(row) if manual is not None else None
+    if manual is None:
+        return row.result.score - late.penalty, None
+    return max(0.0, manual.total(row.result.checks) - late.penalty), manual
+
+
+def set_by(manual, row, lateness=on_time):
+    """What a view says of a recorded grade an instructor set by hand (None where not):
+    ``{"by": "instructor", "autograder": the autograder's points (after the late penalty),
+    "cells": [...], "review": bool}`` (``review``: graded again since the manual score was
+    set; nbgrader keeps it, and flags the cell)."""
+    if manual is None:
+        return None
+    return {"by": "instructor", "autograder": row.result.score - lateness(row).penalty,
+            "cells": sorted({*manual.scores, *manual.extra}), "review": manual.review}
 
 
 def standing(rows, rule, lateness=on_time):
@@ -77,8 +116,9 @@ def standing(rows, rule, lateness=on_time):
     ``rows`` (as for :func:`recorded`):
     ``{"rule", "recorded", "latest"}``, each of the last two None or ``{"id", "score",
     "max_score", "penalty", "submitted_at"}`` (score after the late penalty, in points;
-    ``submitted_at`` ISO UTC). ``recorded`` is the grade (:func:`recorded`), ``latest``
-    the newest graded submission."""
+    ``submitted_at`` ISO UTC). ``recorded`` is the grade (:func:`recorded`, its score
+    :func:`grade`'s, with ``set_by``: :func:`set_by`), ``latest`` the newest graded
+    submission (the autograder's score)."""
     def brief(row):
         if row is None:
             return None
@@ -89,7 +129,12 @@ def standing(rows, rule, lateness=on_time):
 
     graded = _graded(rows)
     newest = max(graded, key=attempt_order) if graded else None
-    return {"rule": rule, "recorded": brief(recorded(rows, rule, lateness)), "latest": brief(newest)}
+    keep = recorded(rows, rule, lateness)
+    mine = brief(keep)
+    if keep is not None:
+        mine["score"], manual = grade(keep, lateness)
+        mine["set_by"] = set_by(manual, keep, lateness)
+    return {"rule": rule, "recorded": mine, "latest": brief(newest)}
 
 
 def _iso(seconds):

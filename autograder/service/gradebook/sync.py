@@ -74,9 +74,9 @@ class GradebookSync:
         state = self.mirror.deadlines.state()
         if self.store.mark(DEADLINES_MARK) == state:
             return
-        lateness = late_by(self.mirror.deadlines)
+        lateness, staff = late_by(self.mirror.deadlines), roster.staff(self.store)
         keeps = [chosen for learner, exercise in self.store.graded_pairs()
-                 if (chosen := self._choose(learner, exercise, lateness))]
+                 if learner not in staff and (chosen := self._choose(learner, exercise, lateness))]
         errors = self._write_rounds(keeps, lateness)
         failed = [exc for _, exc in errors if not isinstance(exc, NotReady)]
         if failed:
@@ -151,13 +151,16 @@ class GradebookSync:
         holding up the others; the first such error is raised at the end.
         """
         pairs = dict.fromkeys((r.learner, r.exercise) for r in self.store.unsynced())
-        lateness = late_by(self.mirror.deadlines)
+        lateness, staff = late_by(self.mirror.deadlines), roster.staff(self.store)
         keeps = []
         for learner, exercise in pairs:
             chosen = self._choose(learner, exercise, lateness)
             if chosen is None:  # regraded meanwhile: its new grading is synced when done
                 continue
             keep, weighed = chosen
+            if learner in staff:  # an instructor's test: never a student of nbgrader's
+                self.store.mark_recorded(learner, exercise, "", weighed)  # all superseded
+                continue
             if keep.gradebook == Mirrored.RECORDED:  # already there: only the others to mark
                 self.store.mark_recorded(learner, exercise, keep.id, weighed)
             else:

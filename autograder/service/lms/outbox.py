@@ -32,7 +32,8 @@ import random
 import time
 
 from autograder import exercises
-from autograder.service.gradebook.recorded import recorded
+from autograder.defaults import points_text
+from autograder.service.gradebook.recorded import grade, recorded
 from autograder.service.lms.ags import Failed
 from autograder.service.store import lti, passback
 from autograder.service.store.rows import Source
@@ -49,16 +50,19 @@ def backoff(tries: int) -> float:
 
 def wanted(store, rule, lateness):
     """``{(learner, exercise): (score, max_score, submission id)}``: each learner's recorded
-    grade (after the late penalty) of each exercise they have a graded submission of."""
-    rows_of = {}
+    grade (after the late penalty, an instructor's manual score from formgrader included:
+    :func:`~autograder.service.gradebook.recorded.grade`) of each exercise they have a
+    graded submission of; none of an instructor's (:func:`~autograder.service.class_views.roster.staff`)."""
+    from autograder.service.class_views.roster import staff
+    rows_of, instructors = {}, staff(store)
     for row in store.submissions():
-        rows_of.setdefault((row.learner, row.exercise), []).append(row)
+        if row.learner not in instructors:  # an instructor's test is no learner's grade
+            rows_of.setdefault((row.learner, row.exercise), []).append(row)
     out = {}
     for key, rows in rows_of.items():
         keep = recorded(rows, rule, lateness)
         if keep is not None:
-            out[key] = (keep.score - lateness(keep).penalty, float(keep.result.max_score),
-                        keep.id)
+            out[key] = (grade(keep, lateness)[0], float(keep.result.max_score), keep.id)
     return out
 
 
@@ -210,8 +214,8 @@ def annotate(view, store):
             state, score = known.get((learner, exercise)), planned.get((learner, exercise))
             if state is not None and who.get("recorded") not in (None, score):
                 state = {"holds": False, "why": (
-                    f"the LMS holds {score:g}, planned before the recorded grade became "
-                    f"{who['recorded']:g}; the grading service sends the new one at its "
+                    f"the LMS holds {points_text(score)}, planned before the recorded grade became "
+                    f"{points_text(who['recorded'])}; the grading service sends the new one at its "
                     f"next plan (every {PLAN_EVERY_S:g} s while it runs)")}
             who["lms"] = state
     return view
