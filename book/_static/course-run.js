@@ -377,6 +377,9 @@
     document.querySelectorAll(".search-button-field[aria-label]").forEach(function (button) {
       button.removeAttribute("aria-label"); // its text ("Search Ctrl+K") names it
     });
+    document.querySelectorAll("details.hide > summary[aria-label]").forEach(function (summary) {
+      summary.removeAttribute("aria-label"); // a folded code cell: its text ("Show code cell source") names it
+    });
     document.querySelectorAll(".theme-switch-button").forEach(function (button) {
       var modes = [];
       button.querySelectorAll("[title], title").forEach(function (t) {

@@ -20,11 +20,16 @@ CODE_FITS_FROM = 1024  # px: narrower, the lesson column leaves code cells to sc
 PHONE_BELOW = 800  # px: as the browser tests' contexts (is_mobile below it)
 
 # Every <pre> of the article that scrolls sideways: [in a code cell or an output, its first
-# line that is too wide].
-SCROLLING_PRES = """() => [...document.querySelectorAll('.bd-article pre')]
-    .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
-    .map(pre => [pre.closest('.cell_output') ? 'output' : 'code',
-                 pre.innerText.split('\\n').sort((a, b) => b.length - a.length)[0]])"""
+# line that is too wide]. A code cell folded by its hide-input tag (myst-nb's
+# <details class="hide ...">) is opened first: folded, its <pre> measures as scrolling, and
+# a reader who opens it must find the code fitting too.
+SCROLLING_PRES = """() => {
+    document.querySelectorAll('.bd-article details.hide').forEach(folded => { folded.open = true; });
+    return [...document.querySelectorAll('.bd-article pre')]
+        .filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+        .map(pre => [pre.closest('.cell_output') ? 'output' : 'code',
+                     pre.innerText.split('\\n').sort((a, b) => b.length - a.length)[0]]);
+}"""
 
 # Tables whose frame is wider than their rows: [first header cell, frame px, rows px].
 FRAMES_WIDER_THAN_ROWS = """() => [...document.querySelectorAll('.bd-article table')]
