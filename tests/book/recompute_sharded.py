@@ -248,6 +248,11 @@ def train_step_values(v: dict) -> None:
     v["opt_temp_plain"] = plain.temp_size_in_bytes
     v["opt_temp_donate"] = donating.temp_size_in_bytes
     v["opt_same_losses"] = losses_p == losses_d
+    need = {k: m.argument_size_in_bytes + m.temp_size_in_bytes + m.output_size_in_bytes
+            - m.alias_size_in_bytes for k, m in (("plain", plain), ("donate", donating))}
+    v["opt_footprint_plain"] = need["plain"]
+    v["opt_footprint_donate"] = need["donate"]
+    v["opt_saving_percent"] = round(100 * (need["plain"] - need["donate"]) / need["plain"])
 
 
 def shard_map_and_pmap(v: dict) -> None:
