@@ -145,6 +145,10 @@ def encode_params(tree, like):
 
 
 def _losses(value):
+    """The losses as float32, from a list or tuple of scalars or from one one-dimensional
+    array (``jnp.stack`` of them: the same values in another container); None otherwise."""
+    if getattr(value, "ndim", None) == 1 and hasattr(value, "__array__"):
+        value = list(np.asarray(value))
     if not isinstance(value, (list, tuple)) or len(value) > 100:
         return None
     return encode_array(np.asarray([np.asarray(v, dtype=np.float32) for v in value]))
