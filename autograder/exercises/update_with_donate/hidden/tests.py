@@ -33,7 +33,7 @@ def _deleted_hint(record):
         return None
     if record.get("delta_was_deleted") or (record.get("delta_deleted") and not record.get("state_deleted")):
         return ("delta was donated (it was deleted after a call), so the next use of delta "
-                "failed: donate only argument 0, state; the caller keeps delta")
+                "failed: donate only state; the caller keeps delta")
     if record.get("state_deleted"):
         return DELETED_HINT
     return ("an array was read after it was deleted; lesson 1, \"The old value is gone, under "
@@ -307,8 +307,9 @@ def _donation_hint(helpers, lowered, record, warned):
         return ("no compiled function took an array of state's shape: build the helper with "
                 "jax.jit(..., donate_argnums=(0,)) and call it; " + LESSONS)
     if record["delta_deleted"] and not record["state_deleted"]:
-        return ("delta was donated instead (it reads is_deleted() == True): state is "
-                "argument 0, so donate_argnums=(0,)")
+        # which helper parameter receives state is the learner's choice: name the arrays
+        return ("delta was donated instead (it reads is_deleted() == True after the call, state "
+                "does not): donate the helper's parameter that receives state, not delta's")
     if any(_offered(m) == 1 for m in helpers) and record.get("state_held") is False:
         return ("the compiled helper donates one argument, yet the array passed as state was "
                 "still alive after the call, and nothing held it: the grader donated it "
@@ -375,11 +376,13 @@ def test_delta_kept(obs):
     both = [m for m in helpers if _offered(m) >= 2]
     if record["delta_deleted"] or both or warned:
         fail(what, "delta kept, not donated",
-             "delta was donated (it reads is_deleted() == True after the call)" if record["delta_deleted"]
+             "delta was donated (it reads is_deleted() == True after the call; compiled: "
+             f"{_describe(helpers)})" if record["delta_deleted"]
              else f"JAX warned inside your call: {warned[0]}" if warned
              else "the compiled helper marks both arguments as donated",
-             "declare only argument 0 (state) donated; the caller still owns delta, and JAX "
-             "warns when it is offered a buffer no output can take", row="keep-delta")
+             "donate state only: no jitted function that receives delta may donate it; the "
+             "caller still owns delta, and JAX warns when it is offered a buffer no output can "
+             "take", row="keep-delta")
     if not _donated(obs, 64):
         not_checked("whether `delta` is kept while `state` is donated", "delta kept, not donated",
                     "test_state_donated", "a live delta says nothing about which argument "
