@@ -164,7 +164,7 @@ def test_losses(obs, seed):
         fail(f"metrics['losses'] after {TRAIN}",
              f"{STEPS} losses, one per step, equal to a reference run "
              f"(first {ref['losses'][0]:.4f}, last {ref['losses'][-1]:.4f})",
-             "no list of losses" if got is None else
+             "no list (or one-dimensional array) of losses" if got is None else
              f"{got.size} values: {', '.join(f'{v:.4f}' for v in got.ravel()[:STEPS])}",
              "these are the losses of the params after each update, loss_fn(new params, batch)"
              if _close(record["losses"], ref["after"]) else
