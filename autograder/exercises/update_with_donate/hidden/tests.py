@@ -220,6 +220,22 @@ def _rebind_hint(got, start, delta):
             "carries over from one call to the next")
 
 
+def _recompile_hint(rows):
+    """The cause the compile rows show: JAX's caches emptied during a call, or (caches kept)
+    a helper JAX did not find in them, a new function jitted on every call."""
+    tail = " Lesson 1, \"Compilation is reused, donation or not\", shows what JAX caches"
+    cleared = [str(i + 1) for i, row in enumerate(rows) if row.get("caches_cleared")]
+    if cleared:
+        return (f"JAX's caches were emptied during call(s) {', '.join(cleared)} (jax.clear_caches()), "
+                "so every later call traces and compiles the helper again: do not clear them." + tail)
+    known = ("" if all(row.get("caches_cleared") is False for row in rows)
+             else "; or a cache cleared between calls (jax.clear_caches())")
+    return ("JAX did not find the helper in its cache: a jax.jit of a lambda, closure or "
+            "functools.partial made inside update_with_donate wraps a new function on every "
+            "call, so JAX traces and compiles it again; build the helper once at module scope"
+            + known + "." + tail)
+
+
 @graded(1, "compiled once: repeated calls reuse the compiled helper")
 def test_compiled_once(obs):
     """The first call compiles, and a call with a length already seen lowers no module that was
@@ -241,11 +257,7 @@ def test_compiled_once(obs):
         fail(f"calls with lengths {', '.join(map(str, COMPILE_LENGTHS))} in that order",
              "a compile only the first time each length is seen (twice in all)",
              "; ".join(extra),
-             "known causes: a jax.jit of a lambda, closure or functools.partial made inside "
-             "update_with_donate (it wraps a new function on every call, so JAX traces and "
-             "compiles it again; build the helper once at module scope); a cache cleared "
-             "between calls (jax.clear_caches()). Lesson 1, \"Compilation is reused, donation "
-             "or not\", shows what JAX caches")
+             _recompile_hint(rows))
     if not rows[0]["compiles"]:
         fail("the first call with a fresh compilation cache", "one compilation",
              "no compilation at all", "call a function made with jax.jit")
