@@ -16,8 +16,18 @@ read by ``block_until_ready`` or ``print``, a loop that adds ``delta`` twice, a 
 method donating ``delta``, ...); ``says`` holds the phrase the feedback must use: what
 was observed, in the learner's terms.
 """
-from tests.grading.variants import (FTL_JIT, SD_APPLY_JIT, SD_RESET, SD_TRAIN, UWD_CALL,
-                                    UWD_DONATION, UWD_PAIR, Variant, _sample, _swap)
+from tests.grading.variants import (
+    FTL_JIT,
+    SD_APPLY_JIT,
+    SD_RESET,
+    SD_TRAIN,
+    UWD_CALL,
+    UWD_DONATION,
+    UWD_PAIR,
+    Variant,
+    _sample,
+    _swap,
+)
 
 
 def _uwd_helper(ref, helper, call=UWD_CALL, head=""):
@@ -48,7 +58,8 @@ def _uwd_right(ref):
         "astype_float32": h(ref, "_add_donating = jax.jit(lambda s, d: (s + d).astype(jnp.float32), "
                                  "donate_argnums=0)"),
         "block_until_ready": _swap(ref, (UWD_CALL, "return _add_donating(state, delta).block_until_ready()")),
-        "python_loop_one_step": _swap(ref, (UWD_CALL, "for _ in range(1):\n        state = _add_donating(state, delta)\n"
+        "python_loop_one_step": _swap(ref, (UWD_CALL, "for _ in range(1):\n"
+                                                      "        state = _add_donating(state, delta)\n"
                                                       "    return state")),
         # stdout on every call: before the call (reads only the live state's shape) and after
         "prints_a_lot": _swap(ref, (UWD_CALL, "for i in range(20):\n        print('updating', i, state.shape, "
@@ -236,7 +247,8 @@ def _fix_training_loop():
         "namedtuple_state": nt,
         "start_tree_util": _swap(ref, (FTL_START, "start = jax.tree_util.tree_map(jnp.copy, params)")),
         "decorator_argnames": "import functools\n" + _swap(
-            ref, ("    def step(train_state, batch):", "    @functools.partial(jax.jit, donate_argnames='train_state')\n"
+            ref, ("    def step(train_state, batch):",
+                  "    @functools.partial(jax.jit, donate_argnames='train_state')\n"
                                                        "    def step(train_state, batch):"), (FTL_JIT, "return step")),
         "loss_block_until_ready": _swap(ref, ("losses.append(loss)", "losses.append(loss.block_until_ready())")),
         "prints_each_step": _swap(ref, ("losses.append(loss)", "losses.append(loss)\n"
@@ -248,7 +260,8 @@ def _fix_training_loop():
                                                                   '"losses": np.asarray(losses, np.float32),')),
         # a new jit every iteration: slow, but no requirement asks for one compile
         "rejit_each_step": _swap(ref, ("    for batch in batches:\n        " + FTL_LOOP_CALL,
-                                       "    for batch in batches:\n        train_step = make_train_step(loss_fn, optimizer)\n"
+                                       "    for batch in batches:\n"
+                                       "        train_step = make_train_step(loss_fn, optimizer)\n"
                                        "        " + FTL_LOOP_CALL)),
     }
     out = [Variant(ex, f"{ex}--{k}--reference", v, like="reference") for k, v in right.items()]
@@ -294,7 +307,8 @@ def _donation_report():
                                               "enumerate(jax.tree.flatten_with_path(state)[0])")),
         "prints_a_lot": _swap(ref, ("    leaves = []\n", "    print(compiled.as_text())\n    leaves = []\n")),
         "partial_decorated_lambda": "import functools\n" + _swap(
-            ref, ("jax.jit(fn, donate_argnums=0)", "functools.partial(jax.jit, donate_argnums=[0])(lambda *a: fn(*a))")),
+            ref, ("jax.jit(fn, donate_argnums=0)",
+                  "functools.partial(jax.jit, donate_argnums=[0])(lambda *a: fn(*a))")),
     }
     out = [Variant(ex, f"{ex}--{k}--reference", v, like="reference") for k, v in right.items()]
     wrong = {
