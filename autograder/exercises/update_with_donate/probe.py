@@ -112,16 +112,21 @@ def _warm_sentinel():
     ``jax.clear_caches()``, however the learner reached it) when its cache is empty again."""
     import jax
 
-    sentinel = jax.jit(lambda x: x)
-    sentinel(np.float32(0))
-    return sentinel
+    try:
+        sentinel = jax.jit(lambda x: x)
+        sentinel(np.float32(0))
+        return sentinel
+    except Exception:  # jax.jit replaced by the learner's code: nothing to tell
+        return None
 
 
 def _cleared(sentinel):
     """Whether JAX's caches were emptied since ``sentinel`` was compiled (None where this
-    JAX has no ``_cache_size``)."""
-    size = getattr(sentinel, "_cache_size", None)
-    return None if size is None else size() == 0
+    JAX has no ``_cache_size``, or no sentinel could be made)."""
+    try:
+        return None if sentinel is None else sentinel._cache_size() == 0
+    except Exception:  # no _cache_size on this JAX's jitted functions
+        return None
 
 
 def _deleted(value):
