@@ -57,3 +57,5 @@ def test_each_variant_grades_as_its_kind_says(graded, variant):
         t: by_title[titles[t]]["output"] for t in failed}
     for test, phrase in variant.says.items():
         assert phrase in by_title[titles[test]]["output"], (test, phrase, by_title[titles[test]]["output"])
+    for test, phrase in variant.never_says.items():
+        assert phrase not in by_title[titles[test]]["output"], (test, phrase, by_title[titles[test]]["output"])

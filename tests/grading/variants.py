@@ -13,7 +13,8 @@ report) must grade as the answer it was made from (``like``). A rewrite that def
 the point (a copy donated, a view kept, a result converted after donating, nothing
 donated, an answer fitted to the notebook's example, a crash on one named case, and
 the same mistakes in those other forms) must lose exactly the checks of the rows it breaks
-(``failed``), with feedback naming what was observed (``says``: check -> phrase).
+(``failed``), with feedback naming what was observed (``says``: check -> phrase) and
+nothing that was not (``never_says``).
 
 Rewrites are code: each is a function of the source it rewrites, so a new sample or a
 changed reference is rewritten too, and a rewrite that no longer applies raises
@@ -37,6 +38,7 @@ class Variant:
     like: str | None = None  # the sample whose grade and failed checks it must have
     failed: tuple = ()  # else: exactly these checks fail
     says: dict = field(default_factory=dict)
+    never_says: dict = field(default_factory=dict)  # check -> phrase its feedback must not use
 
 
 def _sample(exercise, name):
@@ -540,8 +542,12 @@ def _dr_unusual(ref):
 
 
 def corpus():
-    """Every variant of every exercise, in a fixed order."""
-    return [*_update_with_donate(), *_silent_donation(), *_fix_training_loop(), *_donation_report()]
+    """Every variant of every exercise, in a fixed order (this module's, then
+    :mod:`tests.grading.variants_forms`')."""
+    from tests.grading import variants_forms
+
+    return [*_update_with_donate(), *_silent_donation(), *_fix_training_loop(), *_donation_report(),
+            *variants_forms.corpus()]
 
 
 def want(variant):

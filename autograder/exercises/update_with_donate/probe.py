@@ -83,6 +83,7 @@ def _compiles(fn, seed, counter):
     import jax
 
     jax.clear_caches()  # the notebook may already have called fn with these lengths
+    sentinel = _warm_sentinel()
     rows, lowered = [], []
     try:
         for n in COMPILE_LENGTHS:
@@ -97,10 +98,35 @@ def _compiles(fn, seed, counter):
             lowered += modules
             rows.append({"n": n, "traces": counter.traces, "compiles": counter.compiles,
                          "modules": [f"{m['module']}({', '.join(m['args'])})" for m in modules],
-                         "error": rec["error"], "where": rec["where"], "warnings": rec["warnings"]})
+                         "error": rec["error"], "where": rec["where"], "warnings": rec["warnings"],
+                         "caches_cleared": _cleared(sentinel)})
+            if rows[-1]["caches_cleared"]:
+                sentinel = _warm_sentinel()
     finally:
         jax.config.update("jax_dump_ir_to", "")
     return rows, lowered
+
+
+def _warm_sentinel():
+    """A jitted identity of the grader's, compiled once: JAX's caches were emptied (by
+    ``jax.clear_caches()``, however the learner reached it) when its cache is empty again."""
+    import jax
+
+    try:
+        sentinel = jax.jit(lambda x: x)
+        sentinel(np.float32(0))
+        return sentinel
+    except Exception:  # jax.jit replaced by the learner's code: nothing to tell
+        return None
+
+
+def _cleared(sentinel):
+    """Whether JAX's caches were emptied since ``sentinel`` was compiled (None where this
+    JAX has no ``_cache_size``, or no sentinel could be made)."""
+    try:
+        return None if sentinel is None else sentinel._cache_size() == 0
+    except Exception:  # no _cache_size on this JAX's jitted functions
+        return None
 
 
 def _deleted(value):

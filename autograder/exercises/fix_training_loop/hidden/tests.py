@@ -133,7 +133,12 @@ def _step_donates(obs):
     return bool(deleted) and all(deleted)
 
 
-def _not_checked(what, why):
+def _not_checked(what, why, obs=None):
+    """Fail as "not checked" for want of a donating step; ``why`` says what the step did,
+    unless ``obs`` shows that the step raised (then that is what was observed)."""
+    error = obs["step"]["error"] if obs is not None else None
+    if error is not None:
+        why = f"one step on (params, opt_state) raised {error}, so no donation was seen"
     fail(what, "a step that donates the train state, so that this can be checked",
          f"not checked: {why} (see the check \"{DONATED}\")")
 
@@ -147,7 +152,7 @@ def test_runs_without_deleted_reads(obs):
              "a returned array is deleted: it was donated to a later step", DELETED_HINT)
     if not _step_donates(obs):
         _not_checked(TRAIN + ", reading nothing deleted",
-                     "one step left the old train state alive, so nothing could be deleted")
+                     "one step left the old train state alive, so nothing could be deleted", obs)
 
 
 @graded(1, "losses equal a reference run")
@@ -159,7 +164,7 @@ def test_losses(obs, seed):
         fail(f"metrics['losses'] after {TRAIN}",
              f"{STEPS} losses, one per step, equal to a reference run "
              f"(first {ref['losses'][0]:.4f}, last {ref['losses'][-1]:.4f})",
-             "no list of losses" if got is None else
+             "no list (or one-dimensional array) of losses" if got is None else
              f"{got.size} values: {', '.join(f'{v:.4f}' for v in got.ravel()[:STEPS])}",
              "these are the losses of the params after each update, loss_fn(new params, batch)"
              if _close(record["losses"], ref["after"]) else
@@ -217,7 +222,7 @@ def test_metric_copies(obs, seed):
              "'Keeping an independent copy'")
     if not _step_donates(obs):
         _not_checked(f"the caller's params and batches after {TRAIN}",
-                     "one step left the old train state alive, so train could not delete them")
+                     "one step left the old train state alive, so train could not delete them", obs)
 
 
 @graded(2, "the whole train state is donated and aliased")
@@ -230,6 +235,10 @@ def test_train_state_donated(obs):
         fail("what make_train_step returns", "the function made by jax.jit(...)",
              "a function with no .lower method, so not the one jax.jit made"
              if record["error"] is None else f"nothing: it raised {record['error']}")
+    if record["jitted"] and "state_donated" not in record:  # lowering it raised: no flags
+        fail(f"the donation flags of the train state in {STEP}",
+             "every leaf of (params, opt_state) donated",
+             f"not read: lowering the step on (params, opt_state) raised {record['error']}")
     flags = record.get("state_donated") or []
     if not flags or not all(flags):
         fail(f"the donation flags of the train state in {STEP}",

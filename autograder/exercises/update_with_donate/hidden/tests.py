@@ -33,7 +33,7 @@ def _deleted_hint(record):
         return None
     if record.get("delta_was_deleted") or (record.get("delta_deleted") and not record.get("state_deleted")):
         return ("delta was donated (it was deleted after a call), so the next use of delta "
-                "failed: donate only argument 0, state; the caller keeps delta")
+                "failed: donate only state; the caller keeps delta")
     if record.get("state_deleted"):
         return DELETED_HINT
     return ("an array was read after it was deleted; lesson 1, \"The old value is gone, under "
@@ -220,6 +220,22 @@ def _rebind_hint(got, start, delta):
             "carries over from one call to the next")
 
 
+def _recompile_hint(rows):
+    """The cause the compile rows show: JAX's caches emptied during a call, or (caches kept)
+    a helper JAX did not find in them, a new function jitted on every call."""
+    tail = " Lesson 1, \"Compilation is reused, donation or not\", shows what JAX caches"
+    cleared = [str(i + 1) for i, row in enumerate(rows) if row.get("caches_cleared")]
+    if cleared:
+        return (f"JAX's caches were emptied during call(s) {', '.join(cleared)} (jax.clear_caches()), "
+                "so every later call traces and compiles the helper again: do not clear them." + tail)
+    known = ("" if all(row.get("caches_cleared") is False for row in rows)
+             else "; or a cache cleared between calls (jax.clear_caches())")
+    return ("JAX did not find the helper in its cache: a jax.jit of a lambda, closure or "
+            "functools.partial made inside update_with_donate wraps a new function on every "
+            "call, so JAX traces and compiles it again; build the helper once at module scope"
+            + known + "." + tail)
+
+
 @graded(1, "compiled once: repeated calls reuse the compiled helper")
 def test_compiled_once(obs):
     """The first call compiles, and a call with a length already seen lowers no module that was
@@ -241,11 +257,7 @@ def test_compiled_once(obs):
         fail(f"calls with lengths {', '.join(map(str, COMPILE_LENGTHS))} in that order",
              "a compile only the first time each length is seen (twice in all)",
              "; ".join(extra),
-             "known causes: a jax.jit of a lambda, closure or functools.partial made inside "
-             "update_with_donate (it wraps a new function on every call, so JAX traces and "
-             "compiles it again; build the helper once at module scope); a cache cleared "
-             "between calls (jax.clear_caches()). Lesson 1, \"Compilation is reused, donation "
-             "or not\", shows what JAX caches")
+             _recompile_hint(rows))
     if not rows[0]["compiles"]:
         fail("the first call with a fresh compilation cache", "one compilation",
              "no compilation at all", "call a function made with jax.jit")
@@ -307,8 +319,9 @@ def _donation_hint(helpers, lowered, record, warned):
         return ("no compiled function took an array of state's shape: build the helper with "
                 "jax.jit(..., donate_argnums=(0,)) and call it; " + LESSONS)
     if record["delta_deleted"] and not record["state_deleted"]:
-        return ("delta was donated instead (it reads is_deleted() == True): state is "
-                "argument 0, so donate_argnums=(0,)")
+        # which helper parameter receives state is the learner's choice: name the arrays
+        return ("delta was donated instead (it reads is_deleted() == True after the call, state "
+                "does not): donate the helper's parameter that receives state, not delta's")
     if any(_offered(m) == 1 for m in helpers) and record.get("state_held") is False:
         return ("the compiled helper donates one argument, yet the array passed as state was "
                 "still alive after the call, and nothing held it: the grader donated it "
@@ -375,11 +388,13 @@ def test_delta_kept(obs):
     both = [m for m in helpers if _offered(m) >= 2]
     if record["delta_deleted"] or both or warned:
         fail(what, "delta kept, not donated",
-             "delta was donated (it reads is_deleted() == True after the call)" if record["delta_deleted"]
+             "delta was donated (it reads is_deleted() == True after the call; compiled: "
+             f"{_describe(helpers)})" if record["delta_deleted"]
              else f"JAX warned inside your call: {warned[0]}" if warned
              else "the compiled helper marks both arguments as donated",
-             "declare only argument 0 (state) donated; the caller still owns delta, and JAX "
-             "warns when it is offered a buffer no output can take", row="keep-delta")
+             "donate state only: no jitted function that receives delta may donate it; the "
+             "caller still owns delta, and JAX warns when it is offered a buffer no output can "
+             "take", row="keep-delta")
     if not _donated(obs, 64):
         not_checked("whether `delta` is kept while `state` is donated", "delta kept, not donated",
                     "test_state_donated", "a live delta says nothing about which argument "
