@@ -9,8 +9,8 @@ submits meanwhile. (Through the hub's proxy and ``grader.sock``, where senders a
 users: tests/hub/test_held_uploads.py.)
 
 Measured here: 24 uploads of almost 5 MiB each from one address, held, raised the
-service's resident memory by 10-14 MiB with the cap (2), by 120+ MiB without; 24 stalled
-bodies of 4 MiB to other routes by under 3 MiB, by about 100 MiB before.
+service's resident memory by 11-12 MiB with the cap (2), by 120 MiB without; 24 stalled
+bodies of 4 MiB to another route by under 0.2 MiB, by 98 MiB before the cut-off.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import pytest
 
 from autograder import defaults
 from tests.service.running import http
-from tests.service.test_abuse import _post_from
 from tests.service.submissions import small_notebook
+from tests.service.test_abuse import _post_from
 
 MIB = 2**20
 BODY = 5 * MIB  # the service's GRADER_MAX_BYTES here, as by default
