@@ -83,6 +83,13 @@ MAX_QUEUE = 1000
 MAX_HELD = 4
 """Polls (``?wait=``) of one learner the service holds at once; more are answered at once,
 unheld, so a learner's client cannot tie up the service's or the proxy's connections."""
+MAX_UPLOADS = 2
+"""Submissions of one learner (of one client address without sign-in) being sent to the
+service at once, each holding up to :data:`MAX_BYTES` of its memory; more are read and
+dropped as they come, then answered 429."""
+OTHER_BODY_BYTES = 64 * 2**10
+"""Largest body of a request to any route but ``api/submissions`` (a lesson run is 1 KiB):
+the HTTP server reads such a body into memory before its route runs, signed in or not."""
 LEARNER_BYTES = 256 * 2**20
 """Bytes of stored notebooks one learner may hold in the service's database, every
 submission counted (50 at the largest size, thousands of usual ones); 0 = no quota."""
@@ -361,6 +368,9 @@ SETTINGS = (
     Setting("GRADER_MAX_HELD", MAX_HELD, "a learner's polls held at once (?wait=); more are "
             "answered at once", env=("GRADER_MAX_HELD",), flag="--max-held", parse=int,
             shown="max_held"),
+    Setting("GRADER_MAX_UPLOADS", MAX_UPLOADS, "a learner's submissions being sent at once, "
+            "each holding up to GRADER_MAX_BYTES of memory; more get 429",
+            env=("GRADER_MAX_UPLOADS",), flag="--max-uploads", parse=int, shown="max_uploads"),
     Setting("GRADER_LEARNER_BYTES", LEARNER_BYTES, "bytes of stored submissions per learner "
             "(0: no quota)", env=("GRADER_LEARNER_BYTES",), flag="--learner-bytes", parse=int,
             shown="learner_bytes"),
@@ -437,7 +447,8 @@ WORKER = STORE + GRADING
 """The settings of ``python -m autograder.service.worker``."""
 SERVICE = STORE + ("GRADER_HOST", "GRADER_PORT", "GRADER_ORIGINS", "GRADER_MAX_BYTES",
                    "GRADER_RATE", "GRADER_MAX_PER_LEARNER", "GRADER_MAX_PER_CLIENT",
-                   "GRADER_MAX_QUEUE", "GRADER_MAX_HELD", "GRADER_LEARNER_BYTES",
+                   "GRADER_MAX_QUEUE", "GRADER_MAX_HELD", "GRADER_MAX_UPLOADS",
+                   "GRADER_LEARNER_BYTES",
                    "GRADER_HEADER_TIMEOUT",
                    "GRADER_BODY_TIMEOUT",
                    *GRADING, "GRADER_AUTH")

@@ -177,7 +177,7 @@ def test_each_setting_is_declared_once():
     assert len(variables) == len(set(variables))
     assert {s.shown for s in defaults.SETTINGS if s.shown} == {
         "max_bytes", "rate", "max_per_learner", "max_per_client", "max_queue", "learner_bytes",
-        "timeout_s", "memory_mib", "max_held"}
+        "timeout_s", "memory_mib", "max_held", "max_uploads"}
 
 
 LEARNER_IDS = ["ada", "a.b@c-d_e", "A" * 64, "A" * 65, "-ada", ".ada", "", "ada lovelace", "ädä",

@@ -17,7 +17,7 @@ import tornado.httpserver
 
 from autograder import defaults, options
 from autograder.service import config
-from autograder.service.api.app import DRAIN_BYTES, Settings, make_app
+from autograder.service.api.app import Settings, make_app
 from autograder.service.store import Caps
 
 # the instructors' and deployments' commands, each a module of autograder/service/commands/
@@ -43,7 +43,7 @@ def settings_of(args, identity):
                 max_queue=args.max_queue, learner_bytes=args.learner_bytes)
     return Settings(identity=identity, prefix=identity.prefix if identity else "/",
                     max_bytes=args.max_bytes, caps=caps, timeout=args.timeout,
-                    max_held=args.max_held,
+                    max_held=args.max_held, max_uploads=args.max_uploads,
                     address=f"http://{args.host}:{args.port}", recorded=args.recorded,
                     limits=options.shown(args, defaults.SERVICE),
                     # dict.fromkeys: each once, in order (HOST is usually 127.0.0.1 itself)
@@ -77,7 +77,9 @@ def main(argv=None):
 
     async def serve():
         server = tornado.httpserver.HTTPServer(
-            make_app(store, grading, settings, mirror), max_body_size=max(DRAIN_BYTES, args.max_bytes),
+            # every route but api/submissions (which raises it for itself, app.py) gets a
+            # small body: tornado reads a body into memory before the route runs
+            make_app(store, grading, settings, mirror), max_body_size=defaults.OTHER_BODY_BYTES,
             idle_connection_timeout=args.header_timeout, body_timeout=args.body_timeout)
         server.listen(args.port, args.host)
         config.log.info("grading service on http://%s:%d/ (db %s, gradebook %s, %s)",

@@ -44,9 +44,10 @@ from jupyterhub.utils import subdomain_hook_idna
 
 from autograder.defaults import CHECKOUT as REPO, hub_public_url, hub_setting as setting
 from autograder.service.commands import hub_admin
-from deploy.hub import course_spawner, proxy
+from deploy.hub import bodies, course_spawner, proxy
 
 c = get_config()  # noqa: F821
+bodies.limit()  # the hub reads small bodies only (deploy/hub/bodies.py)
 
 env = os.environ.get
 HOST = setting("HOST")
@@ -171,9 +172,16 @@ def _refuse_dropped(name):
 c.Authenticator.admin_users = {n.strip() for n in setting("HUB_ADMINS").split(",") if n.strip()}
 
 # -- who may do what (JupyterHub scopes) -----------------------------------------
+USER_SCOPES = [f"{scope}!user" for scope in (
+    "servers", "access:servers", "read:servers", "start:servers", "delete:servers",
+    "read:users", "read:users:name", "read:users:groups", "read:users:activity",
+    "users:activity", "read:tokens", "read:shares", "users:shares", "read:users:shares")]
 c.JupyterHub.load_roles = [
-    # every user: their own server, and the course's two services
-    {"name": "user", "scopes": ["self", "access:services!service=course",
+    # every user: their own server, and the course's two services. JupyterHub's "self" less
+    # "tokens": each token a user mints is a row of the hub's database for as long as she
+    # likes, so a learner would fill the hub's disk at her pace (tokens she needs are made
+    # for her: her server's, the services' by OAuth)
+    {"name": "user", "scopes": [*USER_SCOPES, "access:services!service=course",
                                 "access:services!service=grader"]},
     # the grading service asks the hub who is an admin (admins are instructors too)
     # and who its users are (the class page's roster)

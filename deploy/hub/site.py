@@ -39,6 +39,7 @@ import tornado.httputil
 import tornado.web
 from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
 
+from autograder import defaults
 from autograder.defaults import CHECKOUT as REPO
 from autograder.hub_session import SessionHubOAuth
 
@@ -111,7 +112,10 @@ async def main():
         sys.exit(f"no site at {HTML}: run `make book` first")
     hub_auth = SessionHubOAuth(cache_max_age=60)
     url = tornado.httputil.urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
-    server = make_app(hub_auth).listen(url.port, url.hostname)
+    # every route is a read: a body is refused at once (tornado reads one whole before
+    # the route runs, signed in or not; 100 MiB by default)
+    server = make_app(hub_auth).listen(url.port, url.hostname,
+                                       max_body_size=defaults.OTHER_BODY_BYTES)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services with these
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)

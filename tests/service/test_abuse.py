@@ -229,8 +229,9 @@ def test_stalled_uploads_are_timed_out_and_memory_returns(new_service):
     head = (f"POST /api/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Content-Type: application/json\r\nContent-Length: {5 * 2**20}\r\n\r\n").encode()
     uploads, slow_headers, idle = [], [], []
-    for _ in range(40):  # almost 5 MiB each, then nothing
-        sock = socket.create_connection(("127.0.0.1", service.port))
+    for i in range(40):  # almost 5 MiB each, then nothing; two per sender (GRADER_MAX_UPLOADS)
+        sock = socket.create_connection(("127.0.0.1", service.port),
+                                        source_address=(f"127.0.1.{i // 2 + 1}", 0))
         sock.sendall(head + b" " * (5 * 2**20 - 4096))
         uploads.append(sock)
     for _ in range(10):

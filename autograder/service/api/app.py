@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from autograder import defaults
 from autograder.exercises import current, names as exercise_names
-from autograder.service.api import classroom, health, lti_routes, waiting
+from autograder.service.api import classroom, health, lti_routes, uploads, waiting
 from autograder.service.api.handler import Base, Refused, echo, late_penalty, log, submission_view
 from autograder.service.gradebook import out_of_date, recorded
 from autograder.service.gradebook.lateness import Lateness
@@ -65,6 +65,7 @@ class Settings:
     limits: dict  # the settings GET /api/config shows (autograder.options.shown)
     origins: tuple = ()
     max_held: int = defaults.MAX_HELD  # a learner's polls held at once (waiting.py)
+    max_uploads: int = defaults.MAX_UPLOADS  # a learner's submissions being sent at once (uploads.py)
     identity: object = None  # auth.HubIdentity, local_auth.LocalIdentity; None: the request says
     prefix: str = "/"  # where the routes live (a hub service's JUPYTERHUB_SERVICE_PREFIX)
 
@@ -144,6 +145,8 @@ class SubmissionsHandler(Base):
     """``POST /api/submissions``: check, store (committed), queue, answer the id."""
 
     _body_read = False  # True once tornado has the whole body (post runs)
+    _sender = None  # who holds an upload slot (uploads.py) while this request runs
+    _busy = False  # True: over the sender's uploads, the body is dropped as it comes
 
     async def prepare(self):
         await super().prepare()
@@ -155,14 +158,33 @@ class SubmissionsHandler(Base):
         length = self.request.headers.get("Content-Length")
         if length is not None and length.isdigit() and int(length) > drain:
             raise self._too_big(int(length))
+        # who sends: the signed-in learner, else the client's address, unless addresses are
+        # shared (--max-per-client 0: a class behind one proxy or NAT), where it is nobody
+        sender = self.client_of() if self.person or self.settings_.caps.per_client else None
+        if sender is None:
+            return
+        if self.application.settings["uploads"].take(sender, self.settings_.max_uploads):
+            self._sender = sender
+        else:
+            self._busy = True
 
     def data_received(self, chunk):
         self._size += len(chunk)
-        if self._size <= self.settings_.max_bytes:
+        if self._size <= self.settings_.max_bytes and not self._busy:
             self._body += chunk
+
+    def _give_back(self):
+        if self._sender is not None:
+            self.application.settings["uploads"].give_back(self._sender)
+            self._sender = None
 
     def on_connection_close(self):
         self._body = bytearray()  # a client that went away leaves nothing behind
+        if not self._body_read:  # else post still holds the body: on_finish gives it back
+            self._give_back()
+
+    def on_finish(self):
+        self._give_back()
 
     def finish(self, chunk=None):
         # Answered before the body was read (a refusal in prepare): tornado closes the
@@ -211,6 +233,8 @@ class SubmissionsHandler(Base):
     async def post(self):
         self._body_read = True
         s = self.settings_
+        if self._busy:
+            raise Refused(429, "uploads_busy", uploads.busy(s.max_uploads), {"Retry-After": "5"})
         self.check_size()
         if self.person:  # a learner at their rate or quota costs no parse
             try:
@@ -466,5 +490,5 @@ def make_app(store, grading, settings, mirror):
         *extra,
         (r".*", NotFound),
     ], default_handler_class=NotFound, store=store, grading=grading, api=settings, mirror=mirror,
-        pool=pool, waiters=waiters, name=process_name() + ":api",
+        pool=pool, waiters=waiters, uploads=uploads.Uploads(), name=process_name() + ":api",
         **app_settings)
