@@ -110,11 +110,17 @@ def _compiles(fn, seed, counter):
 def _warm_sentinel():
     """A jitted identity of the grader's, compiled once: JAX's caches were emptied (by
     ``jax.clear_caches()``, however the learner reached it) when its cache is empty again."""
+    import warnings
+
     import jax
 
     try:
         sentinel = jax.jit(lambda x: x)
-        sentinel(np.float32(0))
+        # the grader's own compile: what JAX warns of here (a compile cache entry it could
+        # not read, the learner having closed its descriptors) is not the learner's output
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sentinel(np.float32(0))
         return sentinel
     except Exception:  # jax.jit replaced by the learner's code: nothing to tell
         return None
