@@ -62,6 +62,18 @@ def free_privileged_port() -> int:
     raise RuntimeError("no free port below 1024")
 
 
+def free_privileged_ports(count: int, taken=()) -> list[int]:
+    """``count`` distinct free ports as :func:`free_privileged_port` finds them, none in
+    ``taken`` (ports a caller already gave out: each is free until its server listens,
+    so two separate picks can return the same one)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_privileged_port()
+        if port not in ports and port not in taken:
+            ports.append(port)
+    return ports
+
+
 class Hub:
     """``make hub`` in its own process group; ``start()``, ``stop()``, ``url(path)``.
     ``repo``: the checkout it runs from; ``make``: its command line there."""
@@ -146,10 +158,9 @@ def running_hub(accounts, released_course, root, repo=REPO, make=("make", "hub")
     _, groups = accounts
     course = root / "course"
     shutil.copytree(released_course, course)
-    ports = set()
-    while len(ports) < 5:
-        ports.add(free_privileged_port())
-    public, hub_api, proxy_api, grader, site = (str(p) for p in ports)
+    given = {int(value) for key, value in extra.items()
+             if key.endswith("_PORT") and str(value).isdigit()}
+    public, hub_api, proxy_api, grader, site = map(str, free_privileged_ports(5, given))
     env = dict(nbgrader_env(repo), PORT=public, HUB_API_PORT=hub_api, PROXY_API_PORT=proxy_api,
                GRADER_PORT=grader, SITE_PORT=site, HUB_STATE=str(root / "state"),
                GRADER_DB=str(root / "grading.db"), GRADER_COURSE=str(course),

@@ -22,7 +22,7 @@ import requests
 from tests.course import REPO
 from tests.grading.helpers import EXPECTED
 from tests.hub import swarm_cluster
-from tests.hub.running import WAIT_S, Signed, free_privileged_port, running_hub
+from tests.hub.running import WAIT_S, Signed, free_privileged_ports, running_hub
 from tests.hub.test_attacks import start_server
 from tests.hub.test_learner_network import through_proxy
 from tests.hub.test_limits import kernel_cells
@@ -47,7 +47,7 @@ def cluster(tmp_path_factory):
     try:
         made.make()
         made.load(swarm_cluster.course_image(root))
-        ports = free_privileged_port(), free_privileged_port()
+        ports = tuple(free_privileged_ports(2))
         for node in "ab":
             made.in_ns(node, REPO / "deploy" / "image" / "node_rules.sh", "docker0",
                        str(made.host_side["a"]), *map(str, ports))
