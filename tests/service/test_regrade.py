@@ -23,8 +23,10 @@ from tests.service.submissions import FinishesAfterARead, notebook_with
 def test_a_regrade_grades_each_recorded_submission_again(new_service, course_template):
     service = new_service(jobs=1).start()
     plan = [("ada", "wrong_arithmetic"), ("ada", "reference"), ("bob", "no_donation")]
-    first = [service.submit(who, notebook_with(course_template, sample)) for who, sample in plan]
-    service.wait_done(first)
+    first = []
+    for who, sample in plan:  # each graded before the next: a queued one would be replaced
+        first.append(service.submit(who, notebook_with(course_template, sample)))
+        service.wait_done(first[-1:])
     service.wait_gradebook(first)
 
     done = subprocess.run([sys.executable, "-m", "autograder.service.regrade", ASSIGNMENT,
